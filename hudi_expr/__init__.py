@@ -1,0 +1,97 @@
+"""The expression core: predicates, binding, and sound vectorized pruning over file statistics.
+
+``might_match(expr, stats)`` says which files may hold a row where ``expr`` is TRUE;
+``all_match(expr, stats)`` which files have every row TRUE. Both follow SQL three-valued logic with
+Spark/DuckDB NaN ordering, and never need more than the statistics in ``FileStats``.
+"""
+
+from hudi_expr.binding import bind, resolve
+from hudi_expr.bloom import BloomFilter, BloomFilterFormatError, BloomFilterSet, hash_keys
+from hudi_expr.errors import BindError, ExpressionFormatError, HudiExprError, StatsError
+from hudi_expr.explain import Explanation, explain
+from hudi_expr.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BoundReference,
+    Column,
+    EqualTo,
+    Expression,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNaN,
+    IsNotNaN,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    NotEqualTo,
+    NotIn,
+    NotStartsWith,
+    Or,
+    Predicate,
+    Reference,
+    StartsWith,
+    col,
+)
+from hudi_expr.inclusive import might_match
+from hudi_expr.printer import to_sql
+from hudi_expr.rows import to_pyarrow
+from hudi_expr.serde import from_json, to_json
+from hudi_expr.stats import ColumnStats, FileStats
+from hudi_expr.strict import all_match
+from hudi_expr.visitors import ExpressionVisitor, PredicateVisitor, rewrite_not, visit
+
+__all__ = [
+    "AlwaysFalse",
+    "AlwaysTrue",
+    "And",
+    "BindError",
+    "BloomFilter",
+    "BloomFilterFormatError",
+    "BloomFilterSet",
+    "BoundReference",
+    "Column",
+    "ColumnStats",
+    "EqualTo",
+    "Explanation",
+    "Expression",
+    "ExpressionFormatError",
+    "ExpressionVisitor",
+    "FileStats",
+    "GreaterThan",
+    "GreaterThanOrEqual",
+    "HudiExprError",
+    "In",
+    "IsNaN",
+    "IsNotNaN",
+    "IsNotNull",
+    "IsNull",
+    "LessThan",
+    "LessThanOrEqual",
+    "Not",
+    "NotEqualTo",
+    "NotIn",
+    "NotStartsWith",
+    "Or",
+    "Predicate",
+    "PredicateVisitor",
+    "Reference",
+    "StartsWith",
+    "StatsError",
+    "all_match",
+    "bind",
+    "col",
+    "explain",
+    "from_json",
+    "hash_keys",
+    "might_match",
+    "resolve",
+    "rewrite_not",
+    "to_json",
+    "to_pyarrow",
+    "to_sql",
+    "visit",
+]

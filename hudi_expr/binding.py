@@ -1,0 +1,257 @@
+"""Binding: resolve column paths against an arrow schema and coerce every literal to its column type.
+
+``bind`` first pushes NOT down to the leaves (``rewrite_not``), then folds what the types decide, so
+each rewrite below keeps exactly the rows where the original is TRUE: ``int8_col < 1000`` becomes
+``int8_col IS NOT NULL`` (TRUE for every non-null row, never for NULL), ``int_col = 1.5`` becomes
+FALSE, ``float_col = NaN`` becomes ``isnan(float_col)``. Because negation happened before folding,
+a bound tree must not be negated again to mean the negation of the original: negate the unbound one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_expr.errors import BindError
+from hudi_expr.expressions import (
+    AlwaysFalse,
+    And,
+    BoundReference,
+    EqualTo,
+    Expression,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNaN,
+    IsNotNaN,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    LiteralPredicate,
+    NotEqualTo,
+    NotIn,
+    NotStartsWith,
+    Or,
+    Predicate,
+    SetPredicate,
+    StartsWith,
+    UnaryPredicate,
+)
+from hudi_expr.types import Coerced, coerce_literal, is_comparable_type, is_float_type, is_string_like
+from hudi_expr.visitors import rewrite_not, transform_leaves
+
+__all__ = ["bind", "resolve"]
+
+_ALWAYS_FALSE = AlwaysFalse()
+
+
+def bind(expr: Expression, schema: pa.Schema, case_sensitive: bool = True) -> Expression:
+    """A NOT-free copy of ``expr`` whose leaves reference typed columns with coerced literals."""
+    cache: dict[str, BoundReference] = {}
+
+    def bind_leaf(leaf: Predicate) -> Expression:
+        if isinstance(leaf.term, BoundReference):
+            return leaf
+        name = leaf.term.name
+        ref = cache.get(name)
+        if ref is None:
+            ref = cache[name] = resolve(schema, name, case_sensitive)
+        return _bind_predicate(leaf, ref)
+
+    return transform_leaves(rewrite_not(expr), bind_leaf)
+
+
+def resolve(schema: pa.Schema, name: str, case_sensitive: bool = True) -> BoundReference:
+    """The column ``name`` (a top-level name, or a dotted path into structs) of ``schema``."""
+    fields: list[pa.Field] = list(schema)
+    exact = _find(fields, name, case_sensitive)
+    if exact is not None:
+        return _bound(exact, (exact.name,), [exact])
+    path: list[str] = []
+    chain: list[pa.Field] = []
+    parts = name.split(".")
+    for i, part in enumerate(parts):
+        field = _find(fields, part, case_sensitive)
+        if field is None:
+            known = ", ".join(f.name for f in fields)
+            where = f" in struct {'.'.join(path)!r}" if path else ""
+            raise BindError(f"unknown column {name!r}: no field {part!r}{where}; columns are: {known}")
+        path.append(field.name)
+        chain.append(field)
+        if i < len(parts) - 1:
+            if not pa.types.is_struct(field.type):
+                raise BindError(
+                    f"column {'.'.join(path)!r} of type {field.type} has no field {parts[i + 1]!r}"
+                )
+            fields = [field.type.field(j) for j in range(field.type.num_fields)]
+    return _bound(chain[-1], tuple(path), chain)
+
+
+def _find(fields: list[pa.Field], name: str, case_sensitive: bool) -> pa.Field | None:
+    if case_sensitive:
+        return next((f for f in fields if f.name == name), None)
+    matches = [f for f in fields if f.name.lower() == name.lower()]
+    if len(matches) > 1:
+        raise BindError(f"column name {name!r} is ambiguous without case: {[f.name for f in matches]}")
+    return matches[0] if matches else None
+
+
+def _bound(field: pa.Field, path: tuple[str, ...], chain: list[pa.Field]) -> BoundReference:
+    t = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
+    return BoundReference(".".join(path), path, t, nullable=all(f.nullable for f in chain))
+
+
+def _bind_predicate(leaf: Predicate, ref: BoundReference) -> Expression:
+    t = ref.type
+    if isinstance(leaf, UnaryPredicate):
+        return _bind_unary(leaf, ref)
+    if not is_comparable_type(t):
+        raise BindError(f"cannot use {leaf.op} on column {ref.name!r} of type {t}: values are not comparable")
+    if isinstance(leaf, (StartsWith, NotStartsWith)):
+        return _bind_prefix(leaf, ref)
+    if isinstance(leaf, SetPredicate):
+        return _bind_set(leaf, ref)
+    assert isinstance(leaf, LiteralPredicate)
+    return _fold_comparison(type(leaf), ref, coerce_literal(leaf.literal, t, ref.name))
+
+
+def _bind_unary(leaf: Predicate, ref: BoundReference) -> Expression:
+    if isinstance(leaf, (IsNaN, IsNotNaN)) and not is_float_type(ref.type):
+        # Only floats hold NaN: isnan(x) is never TRUE elsewhere, NOT isnan(x) is x IS NOT NULL.
+        return _ALWAYS_FALSE if isinstance(leaf, IsNaN) else IsNotNull(ref)
+    if isinstance(leaf, IsNull) and not ref.nullable:
+        return _ALWAYS_FALSE
+    return type(leaf)(ref)
+
+
+def _fold_comparison(kind: type[Predicate], ref: BoundReference, c: Coerced) -> Expression:
+    """One comparison with a coerced literal, rewritten to keep exactly its TRUE rows."""
+    if c.kind == "exact":
+        return kind(ref, c.value)  # type: ignore[call-arg]
+    if c.kind == "between":
+        # floor < v < ceil with nothing of the type in between: = never holds, < v is <= floor.
+        return {
+            EqualTo: lambda: _ALWAYS_FALSE,
+            NotEqualTo: lambda: IsNotNull(ref),
+            LessThan: lambda: LessThanOrEqual(ref, c.floor),
+            LessThanOrEqual: lambda: LessThanOrEqual(ref, c.floor),
+            GreaterThan: lambda: GreaterThanOrEqual(ref, c.ceil),
+            GreaterThanOrEqual: lambda: GreaterThanOrEqual(ref, c.ceil),
+        }[kind]()
+    if c.kind == "nan":
+        # NaN equals NaN and sorts above every other value, +inf included (Spark, DuckDB).
+        return {
+            EqualTo: lambda: IsNaN(ref),
+            NotEqualTo: lambda: IsNotNaN(ref),
+            LessThan: lambda: IsNotNaN(ref),
+            LessThanOrEqual: lambda: IsNotNull(ref),
+            GreaterThan: lambda: _ALWAYS_FALSE,
+            GreaterThanOrEqual: lambda: IsNaN(ref),
+        }[kind]()
+    below = c.kind == "below"
+    # Beyond every value of the type: the comparison is decided for every non-null row.
+    holds_for_all = {
+        EqualTo: False,
+        NotEqualTo: True,
+        LessThan: not below,
+        LessThanOrEqual: not below,
+        GreaterThan: below,
+        GreaterThanOrEqual: below,
+    }[kind]
+    return IsNotNull(ref) if holds_for_all else _ALWAYS_FALSE
+
+
+def _bind_prefix(leaf: Predicate, ref: BoundReference) -> Expression:
+    assert isinstance(leaf, LiteralPredicate)
+    t = ref.type
+    prefix: Any = leaf.literal
+    if isinstance(prefix, pa.Scalar):
+        prefix = prefix.as_py()
+    if is_string_like(t):
+        if isinstance(prefix, bytes):
+            try:
+                prefix = prefix.decode("utf-8")
+            except UnicodeDecodeError:
+                raise BindError(f"prefix {prefix!r} for string column {ref.name!r} is not UTF-8") from None
+        if not isinstance(prefix, str):
+            raise BindError(
+                f"prefix for string column {ref.name!r} of type {t} must be a string, got {prefix!r}"
+            )
+        scalar_type: pa.DataType = pa.string()
+    elif pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        if isinstance(prefix, str):
+            prefix = prefix.encode("utf-8")
+        if not isinstance(prefix, bytes):
+            raise BindError(
+                f"prefix for binary column {ref.name!r} of type {t} must be bytes, got {prefix!r}"
+            )
+        scalar_type = pa.binary()
+    else:
+        raise BindError(f"starts_with needs a string or binary column; {ref.name!r} has type {t}")
+    if not prefix:
+        # Every non-null value starts with the empty prefix.
+        return IsNotNull(ref) if isinstance(leaf, StartsWith) else _ALWAYS_FALSE
+    return type(leaf)(ref, pa.scalar(prefix, scalar_type))
+
+
+def _bind_set(leaf: SetPredicate, ref: BoundReference) -> Expression:
+    t = ref.type
+    values = leaf.values
+    has_nan = False
+    exact = _coerce_many(values, t, ref.name)
+    if exact is None:
+        coerced = [coerce_literal(v, t, ref.name) for v in values]
+        # A value the type cannot hold equals no row: it leaves IN and NOT IN (for non-null rows).
+        items = [_py(c.value) for c in coerced if c.kind == "exact"]
+        has_nan = any(c.kind == "nan" for c in coerced)
+        exact = pa.array(items, type=t)
+    if is_float_type(t):
+        has_nan = has_nan or bool(pc.any(pc.is_nan(exact)).as_py())
+        exact = _with_both_zeros(pc.filter(exact, pc.invert(pc.is_nan(exact))))
+    if isinstance(leaf, In):
+        # x IN (.., NaN) is TRUE for the listed values and for NaN rows.
+        matched = In(ref, exact) if len(exact) else _ALWAYS_FALSE
+        return Or(matched, IsNaN(ref)) if has_nan else matched
+    # x NOT IN (...) is TRUE only for non-null rows outside the list (never for NULL rows).
+    outside = NotIn(ref, exact) if len(exact) else IsNotNull(ref)
+    return And(outside, IsNotNaN(ref)) if has_nan else outside
+
+
+def _py(s: pa.Scalar) -> Any:
+    return s.value if pa.types.is_timestamp(s.type) else s.as_py()
+
+
+def _coerce_many(values: Any, t: pa.DataType, column: str) -> pa.Array | None:
+    """Fast path for a large IN list whose values already have the column's natural Python type."""
+    if isinstance(values, pa.Array):
+        if values.type == t:
+            return values
+        values = values.to_pylist()
+    if not values:
+        return pa.array([], type=t)
+    kinds = {type(v) for v in values}
+    if len(kinds) != 1:
+        return None
+    kind = kinds.pop()
+    natural = (
+        (kind is int and pa.types.is_integer(t))
+        or (kind is str and is_string_like(t))
+        or (kind is bytes and (pa.types.is_binary(t) or pa.types.is_large_binary(t)))
+    )
+    if not natural:
+        return None
+    try:
+        return pa.array(values, type=t)
+    except (OverflowError, pa.ArrowInvalid):
+        return None  # some value is out of range: take the exact path, value by value
+
+
+def _with_both_zeros(values: pa.Array) -> pa.Array:
+    """-0.0 = 0.0 in SQL, but arrow's hash lookups tell them apart: list both when either is there."""
+    if len(values) and pc.any(pc.equal(values, 0)).as_py():
+        zeros = pa.array([0.0, -0.0], type=values.type)
+        return pc.unique(pa.concat_arrays([values, zeros]))
+    return values

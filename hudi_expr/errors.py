@@ -1,0 +1,19 @@
+"""Typed errors of the expression core, each with a message a user can act on."""
+
+from __future__ import annotations
+
+
+class HudiExprError(Exception):
+    """Base class of every error raised by `hudi_expr`."""
+
+
+class BindError(HudiExprError, ValueError):
+    """A predicate does not fit the schema: unknown column, or a literal the column's type cannot hold."""
+
+
+class ExpressionFormatError(HudiExprError, ValueError):
+    """A serialized expression (JSON) is malformed."""
+
+
+class StatsError(HudiExprError, ValueError):
+    """File statistics are inconsistent (lengths or types that do not match)."""

@@ -1,0 +1,749 @@
+"""Immutable boolean expression nodes, their builders and the simplifications made at construction.
+
+Every node is hashable, compares by value and has an exact ``~`` under SQL three-valued logic, so
+``~(a > 5)`` is ``a <= 5`` (never the NULL rows). Constructors simplify (constants fold, an IN of one
+value becomes ``=``, an empty IN is FALSE, duplicates go), so every tree a visitor sees is simple.
+``And``/``Or`` are associative: equality looks at the flattened operand sequence, and trees of any
+depth are handled without recursion.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = [
+    "AlwaysFalse",
+    "AlwaysTrue",
+    "And",
+    "BoundReference",
+    "Column",
+    "EqualTo",
+    "Expression",
+    "GreaterThan",
+    "GreaterThanOrEqual",
+    "In",
+    "IsNaN",
+    "IsNotNaN",
+    "IsNotNull",
+    "IsNull",
+    "LessThan",
+    "LessThanOrEqual",
+    "LiteralPredicate",
+    "Not",
+    "NotEqualTo",
+    "NotIn",
+    "NotStartsWith",
+    "Or",
+    "Predicate",
+    "Reference",
+    "SetPredicate",
+    "StartsWith",
+    "UnaryPredicate",
+    "col",
+]
+
+# Python values accepted as unbound literals; a bound literal is a non-null ``pa.Scalar``.
+_LITERAL_TYPES = (bool, int, float, decimal.Decimal, str, bytes, _dt.date, _dt.datetime, _dt.time)
+
+# Polynomial hash of an operand sequence, so (a & b) & c and a & (b & c) hash alike in O(1).
+_HASH_BASE = 1_000_003
+_HASH_MOD = (1 << 61) - 1
+
+
+class _Immutable:
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def _set(self, **fields: Any) -> None:
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+
+# ----------------------------------------------------------------------------------------- terms
+
+
+class Reference(_Immutable):
+    """An unbound column reference; ``name`` is a dotted path for struct fields (``"s.x"``)."""
+
+    __slots__ = ("name",)
+    name: str
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"a column name must be a non-empty string, got {name!r}")
+        self._set(name=name)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Reference and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(("ref", self.name))
+
+    def __repr__(self) -> str:
+        return f"Reference({self.name!r})"
+
+
+class BoundReference(_Immutable):
+    """A column resolved against a schema: its path, arrow type and nullability."""
+
+    __slots__ = ("name", "nullable", "path", "type")
+    name: str
+    path: tuple[str, ...]
+    type: pa.DataType
+    nullable: bool
+
+    def __init__(self, name: str, path: Sequence[str], type: pa.DataType, nullable: bool = True) -> None:
+        self._set(name=name, path=tuple(path), type=type, nullable=nullable)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is BoundReference
+            and other.path == self.path
+            and other.type == self.type
+            and other.nullable == self.nullable
+        )
+
+    def __hash__(self) -> int:
+        return hash(("bound", self.path, str(self.type)))
+
+    def __repr__(self) -> str:
+        return f"BoundReference({self.name!r}, {self.type})"
+
+
+Term = Reference | BoundReference
+
+
+def _as_term(term: Any) -> Term:
+    if isinstance(term, (Reference, BoundReference)):
+        return term
+    if isinstance(term, Column):
+        return term.ref
+    if isinstance(term, str):
+        return Reference(term)
+    raise TypeError(f"expected a column name or reference, got {term!r}")
+
+
+def _check_literal(value: Any, what: str) -> Any:
+    """Validate an unbound literal (or pass a bound ``pa.Scalar`` through); NULL is rejected."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or (isinstance(value, pa.Scalar) and not value.is_valid):
+        raise ValueError(
+            f"NULL literal in {what}: a comparison with NULL is never TRUE; use is_null()/is_not_null()"
+        )
+    if isinstance(value, (pa.Scalar, *_LITERAL_TYPES)):
+        return value
+    raise TypeError(f"unsupported literal {value!r} of type {type(value).__name__} in {what}")
+
+
+def _literal_key(value: Any) -> Any:
+    """Identity of a literal for de-duplication: 1, 1.0 and True stay distinct; NaNs are one."""
+    if isinstance(value, float) and math.isnan(value):
+        return (float, "nan")
+    if isinstance(value, pa.Scalar):
+        return (str(value.type), value)
+    return (type(value), value)
+
+
+# ------------------------------------------------------------------------------------ expressions
+
+
+class Expression(_Immutable):
+    """Base of every boolean expression node."""
+
+    __slots__ = ("_hash",)
+    _hash: int
+
+    def __and__(self, other: Expression) -> Expression:
+        return And(self, _as_expression(other))
+
+    def __rand__(self, other: Expression) -> Expression:
+        return And(_as_expression(other), self)
+
+    def __or__(self, other: Expression) -> Expression:
+        return Or(self, _as_expression(other))
+
+    def __ror__(self, other: Expression) -> Expression:
+        return Or(_as_expression(other), self)
+
+    def __invert__(self) -> Expression:
+        return _invert(self)
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            "an expression has no truth value: combine predicates with & | ~ rather than and/or/not, "
+            "and write a < x < b as (x > a) & (x < b)"
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Expression) and _equal(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __str__(self) -> str:
+        from hudi_expr.printer import to_sql
+
+        return to_sql(self)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}[{self}]"
+
+    @property
+    def children(self) -> tuple[Expression, ...]:
+        """Direct sub-expressions (empty for leaves and constants)."""
+        return ()
+
+    @property
+    def is_bound(self) -> bool:
+        """True when every leaf refers to a column resolved against a schema."""
+        return all(not isinstance(leaf, Predicate) or leaf.is_bound for leaf in self.walk())
+
+    def walk(self) -> Iterator[Expression]:
+        """Every node, pre-order, without recursion."""
+        stack: list[Expression] = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
+
+    def leaves(self) -> Iterator[Predicate]:
+        """The predicate leaves, left to right."""
+        return (node for node in self.walk() if isinstance(node, Predicate))
+
+    def references(self) -> list[str]:
+        """Names of the columns the expression uses, in first-use order."""
+        return list(dict.fromkeys(leaf.term.name for leaf in self.leaves()))
+
+    def bind(self, schema: pa.Schema, case_sensitive: bool = True) -> Expression:
+        """Resolve columns and coerce literals; the result is NOT-free (negation normal form)."""
+        from hudi_expr.binding import bind
+
+        return bind(self, schema, case_sensitive=case_sensitive)
+
+    def to_json(self) -> str:
+        """The portable JSON form; ``from_json`` reads it back to an equal expression."""
+        from hudi_expr.serde import to_json
+
+        return to_json(self)
+
+    def to_pyarrow(self, schema: pa.Schema | None = None) -> Any:
+        """A ``pyarrow.compute.Expression`` keeping exactly the rows where this is TRUE.
+
+        Give ``schema`` unless the expression is bound: NaN ordering needs the column types.
+        """
+        from hudi_expr.rows import to_pyarrow
+
+        return to_pyarrow(self, schema)
+
+
+def _as_expression(value: Any) -> Expression:
+    if isinstance(value, Expression):
+        return value
+    if value is True:
+        return AlwaysTrue()
+    if value is False:
+        return AlwaysFalse()
+    raise TypeError(f"cannot combine an expression with {value!r}")
+
+
+class _Constant(Expression):
+    __slots__ = ()
+    _instance: ClassVar[Any] = None
+
+    def __new__(cls) -> Any:
+        if cls._instance is None:
+            inst = object.__new__(cls)
+            inst._set(_hash=hash(cls.__name__))
+            cls._instance = inst
+        return cls._instance
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), ())
+
+
+class AlwaysTrue(_Constant):
+    """TRUE for every row, NULL rows included."""
+
+    __slots__ = ()
+    _instance: ClassVar[Any] = None
+
+
+class AlwaysFalse(_Constant):
+    """TRUE for no row."""
+
+    __slots__ = ()
+    _instance: ClassVar[Any] = None
+
+
+class Not(Expression):
+    """SQL NOT; ``rewrite_not`` (and ``bind``) push it down to the leaves."""
+
+    __slots__ = ("child",)
+    child: Expression
+
+    def __new__(cls, child: Expression) -> Expression:  # type: ignore[misc]
+        child = _as_expression(child)
+        if isinstance(child, Not):
+            return child.child
+        if isinstance(child, AlwaysTrue):
+            return AlwaysFalse()
+        if isinstance(child, AlwaysFalse):
+            return AlwaysTrue()
+        node = object.__new__(cls)
+        node._set(child=child, _hash=hash(("not", child._hash)))
+        return node
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Not, (self.child,))
+
+    @property
+    def children(self) -> tuple[Expression, ...]:
+        return (self.child,)
+
+
+class _Junction(Expression):
+    """And/Or: binary nodes, balanced when built from many operands, compared as operand sequences."""
+
+    __slots__ = ("_width", "left", "right")
+    left: Expression
+    right: Expression
+    _width: int
+    _absorbing: ClassVar[type[_Constant]]
+    _neutral: ClassVar[type[_Constant]]
+
+    def __new__(cls, *operands: Expression) -> Expression:  # type: ignore[misc]
+        kept: list[Expression] = []
+        seen: set[Expression] = set()
+        for op in operands:
+            op = _as_expression(op)
+            if isinstance(op, cls._absorbing):
+                return op
+            if isinstance(op, cls._neutral) or op in seen:
+                continue
+            seen.add(op)
+            kept.append(op)
+        if not kept:
+            return cls._neutral()
+        # Pair neighbours level by level: a balanced tree with no recursion, whatever the count.
+        while len(kept) > 1:
+            paired = [cls._make(kept[i], kept[i + 1]) for i in range(0, len(kept) - 1, 2)]
+            if len(kept) % 2:
+                paired.append(kept[-1])
+            kept = paired
+        return kept[0]
+
+    @classmethod
+    def _make(cls, left: Expression, right: Expression) -> Expression:
+        node = object.__new__(cls)
+        lh, lw = (left._hash, left._width) if type(left) is cls else (hash(left), 1)  # type: ignore[attr-defined]
+        rh, rw = (right._hash, right._width) if type(right) is cls else (hash(right), 1)  # type: ignore[attr-defined]
+        h = (lh * pow(_HASH_BASE, rw, _HASH_MOD) + rh) % _HASH_MOD
+        node._set(left=left, right=right, _width=lw + rw, _hash=h)
+        return node
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.left, self.right))
+
+    @property
+    def children(self) -> tuple[Expression, ...]:
+        return (self.left, self.right)
+
+    def operands(self) -> list[Expression]:
+        """The flattened operands: ``(a & b) & c`` and ``a & (b & c)`` both give ``[a, b, c]``."""
+        out: list[Expression] = []
+        stack: list[Expression] = [self]
+        while stack:
+            node = stack.pop()
+            if type(node) is type(self):
+                stack.append(node.right)  # type: ignore[attr-defined]
+                stack.append(node.left)  # type: ignore[attr-defined]
+            else:
+                out.append(node)
+        return out
+
+
+class And(_Junction):
+    """Conjunction; ``And(a, b, c, ...)`` builds a balanced tree."""
+
+    __slots__ = ()
+    _absorbing = AlwaysFalse
+    _neutral = AlwaysTrue
+
+
+class Or(_Junction):
+    """Disjunction; ``Or(a, b, c, ...)`` builds a balanced tree."""
+
+    __slots__ = ()
+    _absorbing = AlwaysTrue
+    _neutral = AlwaysFalse
+
+
+# ------------------------------------------------------------------------------------- predicates
+
+
+class Predicate(Expression):
+    """A leaf: a test of one column."""
+
+    __slots__ = ("term",)
+    term: Term
+    # Name used by visitors (``visit_less_than``) and in JSON.
+    op: ClassVar[str]
+
+    @property
+    def is_bound(self) -> bool:
+        return isinstance(self.term, BoundReference)
+
+    @property
+    def negation(self) -> type[Predicate]:
+        return _NEGATIONS[type(self)]
+
+
+class UnaryPredicate(Predicate):
+    """IS [NOT] NULL and IS [NOT] NaN."""
+
+    __slots__ = ()
+
+    def __init__(self, term: Any) -> None:
+        t = _as_term(term)
+        self._set(term=t, _hash=hash((self.op, t)))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.term,))
+
+
+class IsNull(UnaryPredicate):
+    """``a IS NULL``."""
+
+    __slots__ = ()
+    op = "is_null"
+
+
+class IsNotNull(UnaryPredicate):
+    """``a IS NOT NULL``."""
+
+    __slots__ = ()
+    op = "is_not_null"
+
+
+class IsNaN(UnaryPredicate):
+    """``isnan(a)``: TRUE only for NaN values (never for NULL)."""
+
+    __slots__ = ()
+    op = "is_nan"
+
+
+class IsNotNaN(UnaryPredicate):
+    """``NOT isnan(a)``. On NULL rows Spark says TRUE and DuckDB says NULL: pruning allows for both."""
+
+    __slots__ = ()
+    op = "is_not_nan"
+
+
+class LiteralPredicate(Predicate):
+    """A comparison of a column with one literal (``pa.Scalar`` once bound)."""
+
+    __slots__ = ("literal",)
+    literal: Any
+
+    def __init__(self, term: Any, literal: Any) -> None:
+        t = _as_term(term)
+        lit = _check_literal(literal, self.op)
+        self._set(term=t, literal=lit, _hash=hash((self.op, t, _literal_key(lit))))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.term, self.literal))
+
+
+class EqualTo(LiteralPredicate):
+    """``a = v``."""
+
+    __slots__ = ()
+    op = "eq"
+
+
+class NotEqualTo(LiteralPredicate):
+    """``a <> v``."""
+
+    __slots__ = ()
+    op = "not_eq"
+
+
+class LessThan(LiteralPredicate):
+    """``a < v``."""
+
+    __slots__ = ()
+    op = "lt"
+
+
+class LessThanOrEqual(LiteralPredicate):
+    """``a <= v``."""
+
+    __slots__ = ()
+    op = "lt_eq"
+
+
+class GreaterThan(LiteralPredicate):
+    """``a > v``."""
+
+    __slots__ = ()
+    op = "gt"
+
+
+class GreaterThanOrEqual(LiteralPredicate):
+    """``a >= v``."""
+
+    __slots__ = ()
+    op = "gt_eq"
+
+
+class StartsWith(LiteralPredicate):
+    """``starts_with(a, prefix)``, i.e. ``a LIKE 'prefix%'``, bytewise on strings and binary."""
+
+    __slots__ = ()
+    op = "starts_with"
+
+
+class NotStartsWith(LiteralPredicate):
+    """``NOT starts_with(a, prefix)``."""
+
+    __slots__ = ()
+    op = "not_starts_with"
+
+
+class SetPredicate(Predicate):
+    """``a [NOT] IN (v1, v2, ...)``; ``values`` is a tuple (unbound) or a ``pa.Array`` (bound)."""
+
+    __slots__ = ("values",)
+    values: Any
+
+    def __new__(cls, term: Any, values: Any) -> Expression:  # type: ignore[misc]
+        t = _as_term(term)
+        if isinstance(values, (pa.Array, pa.ChunkedArray)):
+            vals: Any = _unique_array(values, cls.op)
+            count = len(vals)
+            first = vals[0] if count else None
+            key: Any = ("array", str(vals.type), count)
+        else:
+            if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+                raise TypeError(f"{cls.op} needs a collection of values, got {values!r}")
+            unique: dict[Any, Any] = {}
+            for v in values:
+                v = _check_literal(v, cls.op)
+                unique.setdefault(_literal_key(v), v)
+            vals = tuple(unique.values())
+            count = len(vals)
+            first = vals[0] if count else None
+            key = tuple(unique)
+        # IN () is FALSE and NOT IN () is TRUE for every row, NULL rows too (an OR/AND of nothing).
+        if count == 0:
+            return AlwaysFalse() if cls is In else AlwaysTrue()
+        if count == 1:
+            return (EqualTo if cls is In else NotEqualTo)(t, first)
+        node = object.__new__(cls)
+        node._set(term=t, values=vals, _hash=hash((cls.op, t, key)))
+        return node
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.term, self.values))
+
+
+class In(SetPredicate):
+    """``a IN (...)``."""
+
+    __slots__ = ()
+    op = "in"
+
+
+class NotIn(SetPredicate):
+    """``a NOT IN (...)``."""
+
+    __slots__ = ()
+    op = "not_in"
+
+
+def _unique_array(values: pa.Array | pa.ChunkedArray, op: str) -> pa.Array:
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if values.null_count:
+        raise ValueError(f"NULL in an {op} list is never matched by a row; remove it or use is_null()")
+    import pyarrow.compute as pc
+
+    return pc.unique(values)
+
+
+_NEGATIONS: dict[type[Predicate], type[Predicate]] = {
+    IsNull: IsNotNull,
+    IsNotNull: IsNull,
+    IsNaN: IsNotNaN,
+    IsNotNaN: IsNaN,
+    EqualTo: NotEqualTo,
+    NotEqualTo: EqualTo,
+    LessThan: GreaterThanOrEqual,
+    GreaterThanOrEqual: LessThan,
+    GreaterThan: LessThanOrEqual,
+    LessThanOrEqual: GreaterThan,
+    StartsWith: NotStartsWith,
+    NotStartsWith: StartsWith,
+    In: NotIn,
+    NotIn: In,
+}
+
+
+def negate_leaf(leaf: Predicate) -> Expression:
+    """The exact negation of a leaf under three-valued logic (NOT(a < 5) is a >= 5)."""
+    neg = leaf.negation
+    if isinstance(leaf, UnaryPredicate):
+        return neg(leaf.term)
+    if isinstance(leaf, SetPredicate):
+        return neg(leaf.term, leaf.values)
+    return neg(leaf.term, leaf.literal)  # type: ignore[call-arg]
+
+
+def _invert(expr: Expression) -> Expression:
+    """Exact negation by De Morgan, without recursion (NOT(NOT x) is x, so a Not is not entered)."""
+    results: list[Expression] = []
+    stack: list[tuple[Expression, bool]] = [(expr, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if isinstance(node, _Junction) and not expanded:
+            stack.append((node, True))
+            stack.append((node.right, False))
+            stack.append((node.left, False))
+        elif isinstance(node, _Junction):
+            right = results.pop()
+            left = results.pop()
+            results.append((Or if isinstance(node, And) else And)(left, right))
+        elif isinstance(node, Not):
+            results.append(node.child)
+        elif isinstance(node, AlwaysTrue):
+            results.append(AlwaysFalse())
+        elif isinstance(node, AlwaysFalse):
+            results.append(AlwaysTrue())
+        elif isinstance(node, Predicate):
+            results.append(negate_leaf(node))
+        else:  # pragma: no cover - every node kind is listed above
+            raise TypeError(f"cannot negate {node!r}")
+    return results[0]
+
+
+def _leaf_equal(a: Predicate, b: Predicate) -> bool:
+    if a.term != b.term:
+        return False
+    if isinstance(a, LiteralPredicate):
+        return _literal_equal(a.literal, b.literal)  # type: ignore[attr-defined]
+    if isinstance(a, SetPredicate):
+        va, vb = a.values, b.values  # type: ignore[attr-defined]
+        if isinstance(va, pa.Array) or isinstance(vb, pa.Array):
+            return isinstance(va, pa.Array) and isinstance(vb, pa.Array) and va.equals(vb)
+        return len(va) == len(vb) and all(_literal_equal(x, y) for x, y in zip(va, vb, strict=True))
+    return True
+
+
+def _literal_equal(a: Any, b: Any) -> bool:
+    return _literal_key(a) == _literal_key(b)
+
+
+def _equal(a: Expression, b: Expression) -> bool:
+    """Structural equality modulo And/Or associativity, iterative so any depth works."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        if type(x) is not type(y) or x._hash != y._hash:
+            return False
+        if isinstance(x, _Junction):
+            xs, ys = x.operands(), y.operands()  # type: ignore[attr-defined]
+            if len(xs) != len(ys):
+                return False
+            stack.extend(zip(xs, ys, strict=True))
+        elif isinstance(x, Not):
+            stack.append((x.child, y.child))  # type: ignore[attr-defined]
+        elif isinstance(x, Predicate) and not _leaf_equal(x, y):  # type: ignore[arg-type]
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------------------- builders
+
+
+class Column:
+    """Builder returned by ``col``: ``col("a") > 5``, ``col("s.x").isin([1, 2])``."""
+
+    __slots__ = ("ref",)
+
+    def __init__(self, name: str) -> None:
+        self.ref = Reference(name)
+
+    def __repr__(self) -> str:
+        return f"col({self.ref.name!r})"
+
+    def __hash__(self) -> int:
+        return hash(self.ref)
+
+    def __eq__(self, other: Any) -> Expression:  # type: ignore[override]
+        return EqualTo(self.ref, other)
+
+    def __ne__(self, other: Any) -> Expression:  # type: ignore[override]
+        return NotEqualTo(self.ref, other)
+
+    def __lt__(self, other: Any) -> Expression:
+        return LessThan(self.ref, other)
+
+    def __le__(self, other: Any) -> Expression:
+        return LessThanOrEqual(self.ref, other)
+
+    def __gt__(self, other: Any) -> Expression:
+        return GreaterThan(self.ref, other)
+
+    def __ge__(self, other: Any) -> Expression:
+        return GreaterThanOrEqual(self.ref, other)
+
+    def isin(self, values: Iterable[Any]) -> Expression:
+        return In(self.ref, values)
+
+    def notin(self, values: Iterable[Any]) -> Expression:
+        return NotIn(self.ref, values)
+
+    def between(self, low: Any, high: Any) -> Expression:
+        """SQL ``BETWEEN``: both ends included."""
+        return And(GreaterThanOrEqual(self.ref, low), LessThanOrEqual(self.ref, high))
+
+    def is_null(self) -> Expression:
+        return IsNull(self.ref)
+
+    def is_not_null(self) -> Expression:
+        return IsNotNull(self.ref)
+
+    def is_nan(self) -> Expression:
+        return IsNaN(self.ref)
+
+    def is_not_nan(self) -> Expression:
+        return IsNotNaN(self.ref)
+
+    def starts_with(self, prefix: str | bytes) -> Expression:
+        return StartsWith(self.ref, prefix)
+
+    def not_starts_with(self, prefix: str | bytes) -> Expression:
+        return NotStartsWith(self.ref, prefix)
+
+
+def col(name: str) -> Column:
+    """A column by name or dotted struct path, for building predicates with Python operators."""
+    return Column(name)

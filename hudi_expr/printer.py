@@ -1,0 +1,161 @@
+"""SQL text of an expression (what ``str(expr)`` prints), readable by DuckDB and Spark SQL."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import math
+import re
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_expr.expressions import And, BoundReference, Expression, Not, Or, Predicate, Reference
+from hudi_expr.visitors import PredicateVisitor, visit
+
+__all__ = ["format_literal", "quote_column", "to_sql"]
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_OPERATORS = {
+    "visit_equal": "=",
+    "visit_not_equal": "<>",
+    "visit_less_than": "<",
+    "visit_less_than_or_equal": "<=",
+    "visit_greater_than": ">",
+    "visit_greater_than_or_equal": ">=",
+}
+
+# Precedence: a child binding more loosely than its parent gets parentheses.
+_OR, _AND, _NOT, _ATOM = 1, 2, 3, 4
+
+
+def to_sql(expr: Expression) -> str:
+    """``expr`` as a SQL boolean expression; ``a > 5 AND (b < 3 OR c IS NULL)``."""
+    return _join(visit(expr, _SqlPrinter())[0])
+
+
+# The printer builds a tree of text fragments (O(1) per node) and joins it once at the end, so a
+# 10,000-deep chain costs linear time instead of re-copying ever longer strings.
+Fragment = str | tuple[Any, ...]
+
+
+def _join(fragment: Fragment) -> str:
+    out: list[str] = []
+    stack: list[Fragment] = [fragment]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        else:
+            stack.extend(reversed(item))
+    return "".join(out)
+
+
+def quote_column(term: Reference | BoundReference) -> str:
+    """Dotted path with each part quoted when it is not a plain identifier."""
+    parts = term.path if isinstance(term, BoundReference) else tuple(term.name.split("."))
+    return ".".join(p if _PLAIN_NAME.match(p) else '"' + p.replace('"', '""') + '"' for p in parts)
+
+
+def format_literal(value: Any) -> str:
+    """A literal as SQL text: strings quoted, dates and timestamps typed, NaN and infinities cast."""
+    if isinstance(value, pa.Scalar):
+        return _format_scalar(value)
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+            return f"CAST('{text}' AS DOUBLE)"
+        return repr(value)
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, bytes):
+        return "'" + "".join(f"\\x{b:02X}" for b in value) + "'::BLOB"
+    if isinstance(value, _dt.datetime):
+        kind = "TIMESTAMPTZ" if value.tzinfo is not None else "TIMESTAMP"
+        return f"{kind} '{value.isoformat(sep=' ')}'"
+    if isinstance(value, _dt.date):
+        return f"DATE '{value.isoformat()}'"
+    if isinstance(value, _dt.time):
+        return f"TIME '{value.isoformat()}'"
+    return repr(value)
+
+
+def _format_scalar(s: pa.Scalar) -> str:
+    t = s.type
+    if pa.types.is_timestamp(t):
+        text = pc.cast(s, pa.string()).as_py()
+        return f"{'TIMESTAMPTZ' if t.tz is not None else 'TIMESTAMP'} '{text}'"
+    if pa.types.is_floating(t):
+        return format_literal(float(s.as_py()))
+    return format_literal(s.as_py())
+
+
+Printed = tuple[Fragment, int]
+
+
+class _SqlPrinter(PredicateVisitor[Printed]):
+    def visit_true(self) -> Printed:
+        return "TRUE", _ATOM
+
+    def visit_false(self) -> Printed:
+        return "FALSE", _ATOM
+
+    def visit_not(self, node: Not, child: Printed) -> Printed:
+        return ("NOT ", _wrap(child, _NOT)), _NOT
+
+    def visit_and(self, node: And, left: Printed, right: Printed) -> Printed:
+        return (_wrap(left, _AND), " AND ", _wrap(right, _AND)), _AND
+
+    def visit_or(self, node: Or, left: Printed, right: Printed) -> Printed:
+        return (_wrap(left, _OR), " OR ", _wrap(right, _OR)), _OR
+
+    def visit_predicate(self, leaf: Predicate) -> Printed:
+        return super().visit_predicate(leaf), _ATOM  # type: ignore[return-value]
+
+    def __getattr__(self, name: str) -> Any:
+        op = _OPERATORS.get(name)
+        if op is None:
+            raise AttributeError(name)
+        return lambda term, literal: f"{quote_column(term)} {op} {format_literal(literal)}"
+
+    def visit_is_null(self, term: Any) -> str:
+        return f"{quote_column(term)} IS NULL"
+
+    def visit_is_not_null(self, term: Any) -> str:
+        return f"{quote_column(term)} IS NOT NULL"
+
+    def visit_is_nan(self, term: Any) -> str:
+        return f"isnan({quote_column(term)})"
+
+    def visit_is_not_nan(self, term: Any) -> str:
+        return f"NOT isnan({quote_column(term)})"
+
+    def visit_starts_with(self, term: Any, prefix: Any) -> str:
+        return f"starts_with({quote_column(term)}, {format_literal(prefix)})"
+
+    def visit_not_starts_with(self, term: Any, prefix: Any) -> str:
+        return f"NOT starts_with({quote_column(term)}, {format_literal(prefix)})"
+
+    def visit_in(self, term: Any, values: Any) -> str:
+        return f"{quote_column(term)} IN ({_format_values(values)})"
+
+    def visit_not_in(self, term: Any, values: Any) -> str:
+        return f"{quote_column(term)} NOT IN ({_format_values(values)})"
+
+
+def _format_values(values: Any) -> str:
+    items = (values[i] for i in range(len(values))) if isinstance(values, pa.Array) else values
+    return ", ".join(format_literal(v) for v in items)
+
+
+def _wrap(part: Printed, parent: int) -> Fragment:
+    text, prec = part
+    # Same-precedence AND/OR chains need no parentheses; anything looser does.
+    return ("(", text, ")") if prec < parent else text

@@ -1,0 +1,186 @@
+"""Per-column facts derived once from ``FileStats`` and shared by the rules of both evaluators.
+
+Every fact is a nullable ``pa.BooleanArray`` over the files: null means unknown. Rules combine them
+with Kleene logic (``and_kleene``: FALSE AND unknown is FALSE), so a fact that is known to rule a file
+out still does even when another is unknown; the evaluator turns what stays unknown into "may match"
+(inclusive) or "not surely" (strict) in one place.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_expr.bloom import BloomFilterSet
+from hudi_expr.expressions import BoundReference
+from hudi_expr.stats import ColumnStats, FileStats
+from hudi_expr.types import is_float_type, is_string_like
+
+__all__ = ["ColumnView", "StatsView", "all_of", "any_of"]
+
+
+def all_of(*facts: pa.Array) -> pa.Array:
+    out = facts[0]
+    for f in facts[1:]:
+        out = pc.and_kleene(out, f)
+    return out
+
+
+def any_of(*facts: pa.Array) -> pa.Array:
+    out = facts[0]
+    for f in facts[1:]:
+        out = pc.or_kleene(out, f)
+    return out
+
+
+class StatsView:
+    """Lazily derived views of one ``FileStats``; one per evaluation."""
+
+    def __init__(self, stats: FileStats) -> None:
+        self.stats = stats
+        self._columns: dict[str, ColumnView | None] = {}
+
+    @property
+    def num_files(self) -> int:
+        return self.stats.num_files
+
+    @cached_property
+    def empty(self) -> np.ndarray:
+        """Files known to hold no rows (they match nothing, and every row of them matches)."""
+        return to_mask(pc.equal(self.stats.row_count, 0), unknown=False)
+
+    def column(self, term: BoundReference) -> ColumnView | None:
+        if term.name not in self._columns:
+            cs = self.stats.column(term.name)
+            ok = cs is not None and cs.min.type == term.type
+            self._columns[term.name] = ColumnView(cs, self.stats.row_count, term.type) if ok else None
+        return self._columns[term.name]
+
+
+class ColumnView:
+    """Facts about one column over all files."""
+
+    def __init__(self, cs: ColumnStats | None, row_count: pa.Array, t: pa.DataType) -> None:
+        assert cs is not None
+        self.cs = cs
+        self.type = t
+        self.row_count = row_count
+        self.is_float = is_float_type(t)
+
+    @property
+    def min(self) -> pa.Array:
+        return self.cs.min
+
+    @property
+    def max(self) -> pa.Array:
+        return self.cs.max
+
+    @property
+    def bloom(self) -> BloomFilterSet | None:
+        return self.cs.bloom
+
+    @cached_property
+    def has_values(self) -> pa.Array:
+        """Some row is neither NULL: false exactly when null_count == row_count (empty files too)."""
+        return pc.not_equal(self.cs.null_count, self.row_count)
+
+    @cached_property
+    def has_nulls(self) -> pa.Array:
+        return pc.greater(self.cs.null_count, 0)
+
+    @cached_property
+    def no_nulls(self) -> pa.Array:
+        return pc.equal(self.cs.null_count, 0)
+
+    @cached_property
+    def all_null(self) -> pa.Array:
+        return pc.equal(self.cs.null_count, self.row_count)
+
+    @cached_property
+    def may_have_nan(self) -> pa.Array:
+        """Only float columns hold NaN; an unknown NaN count may hide some."""
+        if not self.is_float:
+            return pa.array(np.zeros(len(self.row_count), dtype=bool))
+        return pc.greater(self.cs.nan_count, 0)
+
+    @cached_property
+    def no_nan(self) -> pa.Array:
+        if not self.is_float:
+            return pa.array(np.ones(len(self.row_count), dtype=bool))
+        return pc.equal(self.cs.nan_count, 0)
+
+    @cached_property
+    def all_nan(self) -> pa.Array:
+        return pc.equal(self.cs.nan_count, self.row_count)
+
+    @cached_property
+    def has_non_nan(self) -> pa.Array:
+        """Some row is not NaN (NULL rows count: NOT isnan(NULL) is TRUE in Spark)."""
+        return pc.greater(self.row_count, self.cs.nan_count)
+
+    @cached_property
+    def single_value(self) -> pa.Array:
+        """min == max: every non-NaN, non-null value is that one value."""
+        return pc.equal(self.cs.min, self.cs.max)
+
+    @cached_property
+    def min_bytes(self) -> pa.Array:
+        return _as_binary(self.cs.min)
+
+    @cached_property
+    def max_bytes(self) -> pa.Array:
+        return _as_binary(self.cs.max)
+
+    def scalar(self, value: pa.Scalar) -> pa.Scalar:
+        return value if value.type == self.type else value.cast(self.type)
+
+    @cached_property
+    def sortable_bounds(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """min and max as numpy arrays that sort like the values (None if the type has none)."""
+        lo, hi = sortable(self.cs.min), sortable(self.cs.max)
+        return None if lo is None or hi is None else (lo, hi)
+
+
+def to_mask(fact: pa.Array | pa.ChunkedArray, unknown: bool) -> np.ndarray:
+    """A nullable boolean fact as a numpy mask, unknown entries set to ``unknown``."""
+    if isinstance(fact, np.ndarray):
+        return fact
+    filled = fact.fill_null(unknown) if fact.null_count else fact
+    return np.asarray(filled.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _as_binary(arr: pa.Array) -> pa.Array:
+    """Strings as bytes, so slicing by byte length never splits a character's comparison."""
+    t = arr.type
+    if is_string_like(t):
+        return arr.cast(pa.large_binary() if pa.types.is_large_string(t) else pa.binary())
+    if pa.types.is_binary_view(t):
+        return arr.cast(pa.binary())
+    return arr
+
+
+def sortable(arr: pa.Array) -> np.ndarray | None:
+    """Values as a numpy array whose order is the SQL order (nulls filled arbitrarily)."""
+    t = arr.type
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
+        target: Any = pa.uint64() if pa.types.is_unsigned_integer(t) else pa.int64()
+        return np.asarray(arr.cast(target).fill_null(0).to_numpy(zero_copy_only=False))
+    if pa.types.is_floating(t):
+        return np.asarray(arr.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))
+    if pa.types.is_date32(t) or pa.types.is_timestamp(t) or pa.types.is_date64(t):
+        storage = pa.int32() if pa.types.is_date32(t) else pa.int64()
+        return np.asarray(arr.view(storage).cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False))
+    if pa.types.is_decimal128(t) and t.precision <= 18:
+        # The low 64-bit word of a decimal128 is its unscaled value whenever that fits in int64.
+        filled = arr.fill_null(pa.scalar(0, t)) if arr.null_count else arr
+        words = np.frombuffer(filled.buffers()[1], dtype=np.int64)
+        return words[2 * filled.offset : 2 * (filled.offset + len(filled)) : 2].copy()
+    if is_string_like(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        # Python str order is code-point order, which is UTF-8 byte order.
+        empty = pa.scalar("" if is_string_like(t) else b"", t)
+        return np.asarray((arr.fill_null(empty) if arr.null_count else arr).to_pylist(), dtype=object)
+    return None

@@ -1,0 +1,129 @@
+"""``all_match``: which files have every row TRUE for the predicate (strict evaluation).
+
+Answers COUNT(*) and whole-file deletes from metadata alone. The mirror of ``inclusive``: each
+rule must hold for every row, so any NULL row (comparisons with NULL are not TRUE) or possible NaN
+row that fails the test rules the file out, and whatever stays unknown means "not surely".
+An empty file matches vacuously.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_expr.expressions import And, BoundReference, Expression, Not, Or, Predicate
+from hudi_expr.inclusive import prepare, some_value_within
+from hudi_expr.stats import FileStats
+from hudi_expr.statsview import StatsView, all_of, any_of, to_mask
+from hudi_expr.visitors import PredicateVisitor, visit
+
+__all__ = ["StrictEvaluator", "all_match"]
+
+
+def all_match(expr: Expression, stats: FileStats) -> pa.BooleanArray:
+    """True where every row of the file surely makes ``expr`` TRUE."""
+    view = StatsView(stats)
+    mask = visit(prepare(expr, stats), StrictEvaluator(view))
+    return pa.array(mask | view.empty, type=pa.bool_())
+
+
+class StrictEvaluator(PredicateVisitor[np.ndarray]):
+    """Evaluates a bound NNF expression to a numpy mask: does every row of the file match?"""
+
+    def __init__(self, view: StatsView) -> None:
+        self.view = view
+        self.n = view.num_files
+
+    def visit_true(self) -> np.ndarray:
+        return np.ones(self.n, dtype=bool)
+
+    def visit_false(self) -> np.ndarray:
+        return np.zeros(self.n, dtype=bool)
+
+    def visit_not(self, node: Not, child: np.ndarray) -> np.ndarray:
+        raise TypeError("all_match needs NOT pushed to the leaves: call rewrite_not (bind does)")
+
+    def visit_and(self, node: And, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        return left & right
+
+    def visit_or(self, node: Or, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        # Sound, not complete: rows split between the two sides are not recognized.
+        return left | right
+
+    def visit_predicate(self, leaf: Predicate) -> np.ndarray:
+        if not isinstance(leaf.term, BoundReference):
+            raise TypeError(f"all_match needs a bound expression; {leaf} is not bound")
+        self.col = self.view.column(leaf.term)
+        if self.col is None:
+            return self.visit_false()  # nothing known: no file surely matches
+        return to_mask(super().visit_predicate(leaf), unknown=False)
+
+    def visit_is_null(self, term: Any) -> pa.Array:
+        return self.col.all_null
+
+    def visit_is_not_null(self, term: Any) -> pa.Array:
+        return self.col.no_nulls
+
+    def visit_is_nan(self, term: Any) -> pa.Array:
+        return self.col.all_nan
+
+    def visit_is_not_nan(self, term: Any) -> pa.Array:
+        # DuckDB's NOT isnan(NULL) is NULL, so NULL rows fail here.
+        return all_of(self.col.no_nulls, self.col.no_nan)
+
+    def visit_less_than(self, term: Any, v: pa.Scalar) -> pa.Array:
+        # Every value below v: max < v, and no NULL or NaN row (NaN is above every number).
+        return all_of(self.col.no_nulls, self.col.no_nan, pc.less(self.col.max, self.col.scalar(v)))
+
+    def visit_less_than_or_equal(self, term: Any, v: pa.Scalar) -> pa.Array:
+        return all_of(self.col.no_nulls, self.col.no_nan, pc.less_equal(self.col.max, self.col.scalar(v)))
+
+    def visit_greater_than(self, term: Any, v: pa.Scalar) -> pa.Array:
+        # min > v; NaN rows are greater than v too, so they do not spoil it.
+        return all_of(self.col.no_nulls, pc.greater(self.col.min, self.col.scalar(v)))
+
+    def visit_greater_than_or_equal(self, term: Any, v: pa.Scalar) -> pa.Array:
+        return all_of(self.col.no_nulls, pc.greater_equal(self.col.min, self.col.scalar(v)))
+
+    def visit_equal(self, term: Any, v: pa.Scalar) -> pa.Array:
+        s = self.col.scalar(v)
+        pinned = all_of(pc.equal(self.col.min, s), pc.equal(self.col.max, s))
+        return all_of(self.col.no_nulls, self.col.no_nan, pinned)
+
+    def visit_not_equal(self, term: Any, v: pa.Scalar) -> pa.Array:
+        # v outside [min, max]; NaN rows differ from v, so they do not spoil it.
+        s = self.col.scalar(v)
+        outside = any_of(pc.less(self.col.max, s), pc.greater(self.col.min, s))
+        return all_of(self.col.no_nulls, outside)
+
+    def visit_in(self, term: Any, values: pa.Array) -> pa.Array:
+        found = pc.is_in(self.col.min, value_set=values)
+        return all_of(self.col.no_nulls, self.col.no_nan, self.col.single_value, found)
+
+    def visit_not_in(self, term: Any, values: pa.Array) -> pa.Array:
+        # No listed value within [min, max]; the list holds no NaN, so NaN rows are not in it.
+        none_within = pc.invert(some_value_within(self.col, values))
+        return all_of(self.col.no_nulls, none_within)
+
+    def visit_starts_with(self, term: Any, prefix: pa.Scalar) -> pa.Array:
+        # Both bounds start with p, hence every value between them does.
+        p = _prefix_bytes(prefix)
+        both = all_of(
+            pc.starts_with(self.col.min_bytes, pattern=p), pc.starts_with(self.col.max_bytes, pattern=p)
+        )
+        return all_of(self.col.no_nulls, both)
+
+    def visit_not_starts_with(self, term: Any, prefix: pa.Scalar) -> pa.Array:
+        # [min, max] misses the interval [p, next(p)): max < p, or min's head is above p.
+        p = _prefix_bytes(prefix)
+        pb = pa.scalar(p, self.col.max_bytes.type)
+        head = pc.binary_slice(self.col.min_bytes, 0, len(p))
+        return all_of(self.col.no_nulls, any_of(pc.less(self.col.max_bytes, pb), pc.greater(head, pb)))
+
+
+def _prefix_bytes(prefix: pa.Scalar) -> bytes:
+    p = prefix.as_py()
+    return p.encode("utf-8") if isinstance(p, str) else p

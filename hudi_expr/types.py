@@ -1,0 +1,328 @@
+"""Literal coercion to a column's arrow type: the one place where SQL casting rules live.
+
+A literal either becomes an exact value of the column type, or lies strictly between two adjacent
+values of it (``int_col < 1.5`` is ``int_col <= 1``), or beyond every value of it (out of range, or
+NaN against a non-float column: NaN sorts above everything). Floats follow DuckDB and Spark: the
+literal is rounded to the column's precision (``float_col = 0.1`` compares with ``float32(0.1)``).
+Integers, decimals, dates and timestamps compare exactly, never through a float.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import math
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+
+from hudi_expr.errors import BindError
+
+__all__ = [
+    "Coerced",
+    "coerce_literal",
+    "describe_type",
+    "is_comparable_type",
+    "is_float_type",
+    "is_string_like",
+]
+
+Kind = Literal["exact", "between", "below", "above", "nan"]
+
+_UTC = _dt.UTC
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
+_DATE_EPOCH = _dt.date(1970, 1, 1)
+_UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_FLOAT_DTYPES = {16: np.float16, 32: np.float32, 64: np.float64}
+_ISO_FRACTION = re.compile(r"^(?P<head>.*?\d\d:\d\d:\d\d)\.(?P<frac>\d+)(?P<tail>.*)$")
+
+
+@dataclass(frozen=True)
+class Coerced:
+    """A literal seen through a column type.
+
+    ``exact``: ``value`` is the literal as a scalar of the type. ``between``: the literal lies
+    strictly between the adjacent values ``floor`` and ``ceil``. ``below``/``above``: it is less or
+    greater than every value of the type. ``nan``: a NaN literal against a float column.
+    """
+
+    kind: Kind
+    value: pa.Scalar | None = None
+    floor: pa.Scalar | None = None
+    ceil: pa.Scalar | None = None
+
+
+def is_float_type(t: pa.DataType) -> bool:
+    return pa.types.is_floating(t)
+
+
+def is_string_like(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _is_binary_like(t: pa.DataType) -> bool:
+    return (
+        pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_binary_view(t)
+        or pa.types.is_fixed_size_binary(t)
+    )
+
+
+def is_comparable_type(t: pa.DataType) -> bool:
+    """Types whose values have a total order the pruning rules understand."""
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_date(t)
+        or pa.types.is_timestamp(t)
+        or is_string_like(t)
+        or _is_binary_like(t)
+    )
+
+
+def describe_type(t: pa.DataType) -> str:
+    return str(t)
+
+
+def _fail(column: str, t: pa.DataType, literal: Any, why: str) -> BindError:
+    return BindError(
+        f"cannot compare column {column!r} of type {describe_type(t)} with literal {literal!r} "
+        f"({type(literal).__name__}): {why}"
+    )
+
+
+def coerce_literal(literal: Any, t: pa.DataType, column: str) -> Coerced:
+    """Coerce one literal to column type ``t`` as SQL would; raises ``BindError`` when it cannot."""
+    if isinstance(literal, pa.Scalar):
+        if literal.type == t:
+            return Coerced("exact", literal)
+        literal = _scalar_to_python(literal)
+    if isinstance(literal, np.generic):
+        literal = literal.item()
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    try:
+        if pa.types.is_integer(t):
+            return _to_integer(literal, t, column)
+        if pa.types.is_floating(t):
+            return _to_float(literal, t, column)
+        if pa.types.is_decimal(t):
+            return _to_decimal(literal, t, column)
+        if pa.types.is_boolean(t):
+            return _to_bool(literal, t, column)
+        if pa.types.is_date(t):
+            return _to_date(literal, t, column)
+        if pa.types.is_timestamp(t):
+            return _to_timestamp(literal, t, column)
+        if is_string_like(t):
+            return _to_string(literal, t, column)
+        if _is_binary_like(t):
+            return _to_binary(literal, t, column)
+    except (ValueError, OverflowError, ArithmeticError, pa.ArrowException) as exc:
+        if isinstance(exc, BindError):
+            raise
+        raise _fail(column, t, literal, str(exc)) from exc
+    raise _fail(column, t, literal, "predicates on this column type are not supported")
+
+
+def _scalar_to_python(s: pa.Scalar) -> Any:
+    if pa.types.is_timestamp(s.type):
+        return s  # kept as a scalar: nanoseconds do not fit a datetime
+    return s.as_py()
+
+
+# ------------------------------------------------------------------------------- exact numbers
+
+
+def _exact_number(literal: Any, column: str, t: pa.DataType) -> Fraction | float:
+    """A literal as an exact rational, or a float for NaN and +-inf."""
+    if isinstance(literal, bool):
+        raise _fail(column, t, literal, "a boolean is not a number")
+    if isinstance(literal, int):
+        return Fraction(literal)
+    if isinstance(literal, float):
+        return literal if not math.isfinite(literal) else Fraction(literal)
+    if isinstance(literal, decimal.Decimal):
+        if literal.is_nan():
+            return math.nan
+        if literal.is_infinite():
+            return math.inf if literal > 0 else -math.inf
+        return Fraction(literal)
+    if isinstance(literal, str):
+        text = literal.strip()
+        try:
+            return _exact_number(decimal.Decimal(text), column, t)
+        except decimal.InvalidOperation:
+            try:
+                return _exact_number(float(text), column, t)
+            except ValueError:
+                raise _fail(column, t, literal, "the string is not a number") from None
+    raise _fail(column, t, literal, "not a number")
+
+
+def _place(
+    value: Fraction | float, lo: Fraction, hi: Fraction, make: Any, grid: Fraction = Fraction(1)
+) -> Coerced:
+    """Place an exact value on the grid ``lo, lo+grid, ..., hi`` of a discrete type."""
+    if isinstance(value, float):  # NaN or +-inf
+        return Coerced("below" if value == -math.inf else "above")
+    if value < lo:
+        return Coerced("below")
+    if value > hi:
+        return Coerced("above")
+    steps = value / grid
+    if steps.denominator == 1:
+        return Coerced("exact", make(int(steps)))
+    return Coerced("between", floor=make(math.floor(steps)), ceil=make(math.ceil(steps)))
+
+
+def _to_integer(literal: Any, t: pa.DataType, column: str) -> Coerced:
+    info = np.iinfo(t.to_pandas_dtype())
+    value = _exact_number(literal, column, t)
+    return _place(value, Fraction(int(info.min)), Fraction(int(info.max)), lambda v: pa.scalar(v, t))
+
+
+def _to_decimal(literal: Any, t: pa.DataType, column: str) -> Coerced:
+    if isinstance(literal, float) and math.isfinite(literal):
+        literal = decimal.Decimal(repr(literal))  # 0.1 means the decimal 0.1, as in SQL text
+    value = _exact_number(literal, column, t)
+    if isinstance(value, float) and math.isnan(value):
+        raise _fail(column, t, literal, "NaN is not a decimal")
+    grid = Fraction(1, 10**t.scale)
+    limit = Fraction(10**t.precision - 1, 10**t.scale)
+
+    def make(units: int) -> pa.Scalar:
+        return pa.scalar(decimal.Decimal(units).scaleb(-t.scale), t)
+
+    return _place(value, -limit, limit, make, grid)
+
+
+def _to_float(literal: Any, t: pa.DataType, column: str) -> Coerced:
+    value = _exact_number(literal, column, t)
+    if isinstance(value, float) and math.isnan(value):
+        return Coerced("nan")
+    dtype = _FLOAT_DTYPES[t.bit_width]
+    finfo = np.finfo(dtype)
+    if isinstance(value, Fraction):
+        # Beyond the largest finite value the cast would overflow: compare exactly instead.
+        if value > Fraction(float(finfo.max)):
+            return Coerced("above")
+        if value < Fraction(float(finfo.min)):
+            return Coerced("below")
+        as_double = float(value) if isinstance(literal, (int, decimal.Decimal, str)) else float(literal)
+        rounded = dtype(as_double)
+    else:
+        rounded = dtype(value)
+    # -0.0 and 0.0 are equal in SQL; one canonical zero keeps equality checks simple.
+    if rounded == 0:
+        rounded = dtype(0.0)
+    return Coerced("exact", pa.scalar(rounded.item() if dtype is not np.float16 else rounded, t))
+
+
+def _to_bool(literal: Any, t: pa.DataType, column: str) -> Coerced:
+    if isinstance(literal, bool):
+        return Coerced("exact", pa.scalar(literal, t))
+    if isinstance(literal, str) and literal.strip().lower() in ("true", "false", "t", "f"):
+        return Coerced("exact", pa.scalar(literal.strip().lower() in ("true", "t"), t))
+    raise _fail(column, t, literal, "expected a boolean")
+
+
+# ------------------------------------------------------------------------------ text and bytes
+
+
+def _to_string(literal: Any, t: pa.DataType, column: str) -> Coerced:
+    if isinstance(literal, bytes):
+        try:
+            literal = literal.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _fail(column, t, literal, "the bytes are not valid UTF-8") from None
+    if not isinstance(literal, str):
+        raise _fail(column, t, literal, "expected a string")
+    return Coerced("exact", pa.scalar(literal, t))
+
+
+def _to_binary(literal: Any, t: pa.DataType, column: str) -> Coerced:
+    if isinstance(literal, str):
+        literal = literal.encode("utf-8")
+    if not isinstance(literal, bytes):
+        raise _fail(column, t, literal, "expected bytes")
+    if pa.types.is_fixed_size_binary(t) and len(literal) != t.byte_width:
+        raise _fail(column, t, literal, f"expected exactly {t.byte_width} bytes")
+    return Coerced("exact", pa.scalar(literal, t))
+
+
+# ---------------------------------------------------------------------------------- date, time
+
+
+def _parse_temporal(text: str) -> _dt.date | _dt.datetime | tuple[_dt.datetime, int]:
+    """ISO date or timestamp text; returns (datetime, extra nanoseconds) for sub-microsecond text."""
+    text = text.strip()
+    if len(text) == 10:
+        return _dt.date.fromisoformat(text)
+    extra_ns = 0
+    m = _ISO_FRACTION.match(text)
+    if m and len(m["frac"]) > 6:
+        frac = m["frac"][:9].ljust(9, "0")
+        extra_ns = int(frac[6:])
+        text = f"{m['head']}.{frac[:6]}{m['tail']}"
+    parsed = _dt.datetime.fromisoformat(text)
+    return (parsed, extra_ns) if extra_ns else parsed
+
+
+def _instant(literal: Any, column_has_tz: bool) -> Fraction:
+    """A date/datetime/timestamp literal as exact nanoseconds since the epoch.
+
+    Against a column with a time zone, a naive literal is read as UTC; against a column without
+    one (wall clock), an aware literal is converted to UTC wall-clock time (session zone UTC).
+    """
+    extra_ns = 0
+    if isinstance(literal, str):
+        literal = _parse_temporal(literal)
+        if isinstance(literal, tuple):
+            literal, extra_ns = literal
+    if isinstance(literal, pa.TimestampScalar):
+        return Fraction(literal.value * 1_000_000_000, _UNITS_PER_SECOND[literal.type.unit])
+    if isinstance(literal, _dt.datetime):
+        aware = literal if literal.tzinfo is not None else literal.replace(tzinfo=_UTC)
+        delta = aware - _EPOCH
+        micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+        return Fraction(micros * 1_000 + extra_ns)
+    if isinstance(literal, _dt.date):
+        return Fraction((literal - _DATE_EPOCH).days * 86_400 * 1_000_000_000)
+    raise TypeError("expected a date, datetime, timestamp or ISO string")
+
+
+def _to_date(literal: Any, t: pa.DataType, column: str) -> Coerced:
+    try:
+        ns = _instant(literal, column_has_tz=False)
+    except TypeError as exc:
+        raise _fail(column, t, literal, str(exc)) from None
+    day_ns = Fraction(86_400 * 1_000_000_000)
+    lo, hi = Fraction(-(2**31)) * day_ns, Fraction(2**31 - 1) * day_ns
+    if pa.types.is_date64(t):
+
+        def make(days: int) -> pa.Scalar:
+            return pa.scalar(days * 86_400_000, t)
+    else:
+
+        def make(days: int) -> pa.Scalar:
+            return pa.scalar(days, t)
+
+    return _place(ns, lo, hi, make, day_ns)
+
+
+def _to_timestamp(literal: Any, t: pa.DataType, column: str) -> Coerced:
+    try:
+        ns = _instant(literal, column_has_tz=t.tz is not None)
+    except TypeError as exc:
+        raise _fail(column, t, literal, str(exc)) from None
+    grid = Fraction(1_000_000_000, _UNITS_PER_SECOND[t.unit])
+    return _place(ns, _INT64_MIN * grid, _INT64_MAX * grid, lambda v: pa.scalar(v, t), grid)
