@@ -209,6 +209,8 @@ def _bind_set(leaf: SetPredicate, ref: BoundReference) -> Expression:
         has_nan = any(c.kind == "nan" for c in coerced)
         exact = pa.array(items, type=t)
     if is_float_type(t):
+        if pa.types.is_float16(t):
+            exact = exact.cast(pa.float32())  # arrow's set kernels lack float16; exact widening
         has_nan = has_nan or bool(pc.any(pc.is_nan(exact)).as_py())
         exact = _with_both_zeros(pc.filter(exact, pc.invert(pc.is_nan(exact))))
     if isinstance(leaf, In):

@@ -127,11 +127,13 @@ class InclusiveEvaluator(PredicateVisitor[np.ndarray]):
         return all_of(self.col.has_values, any_of(pc.invert(all_v), self.col.may_have_nan))
 
     def visit_in(self, term: Any, values: pa.Array) -> pa.Array:
+        values = self.col.values(values)
         # Some listed value lies within [min, max] (NaN was split off into isnan at bind time).
         inside = all_of(self.col.has_values, self._some_value_within(values))
         return self._bloom(inside, values)
 
     def visit_not_in(self, term: Any, values: pa.Array) -> pa.Array:
+        values = self.col.values(values)
         # Only a file whose every non-null value is one listed value fails (min = max in list).
         pinned = all_of(self.col.single_value, _is_in(self.col.min, values))
         return all_of(self.col.has_values, any_of(pc.invert(pinned), self.col.may_have_nan))

@@ -31,7 +31,10 @@ def to_pyarrow(expr: Expression, schema: pa.Schema | None = None) -> pc.Expressi
 
 def _field(term: Reference | BoundReference) -> pc.Expression:
     path = term.path if isinstance(term, BoundReference) else tuple(term.name.split("."))
-    return pc.field(*path) if len(path) > 1 else pc.field(path[0])
+    field = pc.field(*path) if len(path) > 1 else pc.field(path[0])
+    if isinstance(term, BoundReference) and pa.types.is_float16(term.type):
+        return field.cast(pa.float32())  # no float16 compute kernels; the widening is exact
+    return field
 
 
 def _is_float(term: Any) -> bool:
@@ -39,7 +42,9 @@ def _is_float(term: Any) -> bool:
 
 
 def _scalar(value: Any) -> Any:
-    return pc.scalar(value) if isinstance(value, pa.Scalar) else value
+    if isinstance(value, pa.Scalar):
+        return pc.scalar(value.cast(pa.float32()) if pa.types.is_float16(value.type) else value)
+    return value
 
 
 class _RowFilter(PredicateVisitor[pc.Expression]):
@@ -92,13 +97,13 @@ class _RowFilter(PredicateVisitor[pc.Expression]):
 
     def visit_in(self, term: Any, values: Any) -> pc.Expression:
         f = _field(term)
-        found = f.isin(values if isinstance(values, pa.Array) else list(values))
+        found = f.isin(_values(values))
         # isin says FALSE for a NULL row; SQL says NULL. Keep NULL rows NULL (matters under NOT IN).
         return pc.if_else(f.is_valid(), found, pc.scalar(pa.scalar(None, pa.bool_())))
 
     def visit_not_in(self, term: Any, values: Any) -> pc.Expression:
         f = _field(term)
-        found = f.isin(values if isinstance(values, pa.Array) else list(values))
+        found = f.isin(_values(values))
         return pc.if_else(f.is_valid(), ~found, pc.scalar(pa.scalar(None, pa.bool_())))
 
     def visit_starts_with(self, term: Any, prefix: Any) -> pc.Expression:
@@ -110,6 +115,12 @@ class _RowFilter(PredicateVisitor[pc.Expression]):
     def _or_nan(self, term: Any, test: pc.Expression) -> pc.Expression:
         # NaN sorts above every number, so it is > and >= any non-NaN literal.
         return test | pc.is_nan(_field(term)) if _is_float(term) else test
+
+
+def _values(values: Any) -> Any:
+    if isinstance(values, pa.Array):
+        return values.cast(pa.float32()) if pa.types.is_float16(values.type) else values
+    return list(values)
 
 
 def _prefix(prefix: Any) -> str:

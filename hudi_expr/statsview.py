@@ -67,17 +67,18 @@ class ColumnView:
     def __init__(self, cs: ColumnStats | None, row_count: pa.Array, t: pa.DataType) -> None:
         assert cs is not None
         self.cs = cs
-        self.type = t
         self.row_count = row_count
         self.is_float = is_float_type(t)
+        # Arrow has no float16 comparison kernels; float32 holds every float16 exactly.
+        self.type = pa.float32() if pa.types.is_float16(t) else t
 
-    @property
+    @cached_property
     def min(self) -> pa.Array:
-        return self.cs.min
+        return self.cs.min.cast(self.type) if self.cs.min.type != self.type else self.cs.min
 
-    @property
+    @cached_property
     def max(self) -> pa.Array:
-        return self.cs.max
+        return self.cs.max.cast(self.type) if self.cs.max.type != self.type else self.cs.max
 
     @property
     def bloom(self) -> BloomFilterSet | None:
@@ -125,23 +126,28 @@ class ColumnView:
     @cached_property
     def single_value(self) -> pa.Array:
         """min == max: every non-NaN, non-null value is that one value."""
-        return pc.equal(self.cs.min, self.cs.max)
+        return pc.equal(self.min, self.max)
 
     @cached_property
     def min_bytes(self) -> pa.Array:
-        return _as_binary(self.cs.min)
+        return _as_binary(self.min)
 
     @cached_property
     def max_bytes(self) -> pa.Array:
-        return _as_binary(self.cs.max)
+        return _as_binary(self.max)
 
     def scalar(self, value: pa.Scalar) -> pa.Scalar:
+        """A bound literal in the type the bounds are compared in."""
         return value if value.type == self.type else value.cast(self.type)
+
+    def values(self, values: pa.Array) -> pa.Array:
+        """A bound IN list in the type the bounds are compared in."""
+        return values if values.type == self.type else values.cast(self.type)
 
     @cached_property
     def sortable_bounds(self) -> tuple[np.ndarray, np.ndarray] | None:
         """min and max as numpy arrays that sort like the values (None if the type has none)."""
-        lo, hi = sortable(self.cs.min), sortable(self.cs.max)
+        lo, hi = sortable(self.min), sortable(self.max)
         return None if lo is None or hi is None else (lo, hi)
 
 

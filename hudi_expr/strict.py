@@ -100,10 +100,12 @@ class StrictEvaluator(PredicateVisitor[np.ndarray]):
         return all_of(self.col.no_nulls, outside)
 
     def visit_in(self, term: Any, values: pa.Array) -> pa.Array:
+        values = self.col.values(values)
         found = pc.is_in(self.col.min, value_set=values)
         return all_of(self.col.no_nulls, self.col.no_nan, self.col.single_value, found)
 
     def visit_not_in(self, term: Any, values: pa.Array) -> pa.Array:
+        values = self.col.values(values)
         # No listed value within [min, max]; the list holds no NaN, so NaN rows are not in it.
         none_within = pc.invert(some_value_within(self.col, values))
         return all_of(self.col.no_nulls, none_within)
