@@ -114,15 +114,22 @@ class FileStats:
         """The stats of the files where ``mask`` is True."""
         return self.take(np.flatnonzero(np.asarray(mask, dtype=bool)))
 
+    def with_column(self, column: str, **fields: Any) -> FileStats:
+        """A copy with some fields of one column's stats replaced (``nan_count=...``, ``bloom=...``)."""
+        leaves = leaf_columns(self.schema)
+        if column not in leaves:
+            raise StatsError(f"{column!r} is not a leaf column of the schema")
+        columns = dict(self.columns)
+        base = columns.get(column) or _unknown_column(leaves[column], self.num_files)
+        columns[column] = replace(base, **fields)
+        return FileStats(self.files, self.row_count, columns, self.schema)
+
     def with_bloom(self, column: str, filters: BloomFilterSet | Sequence[BloomFilter | None]) -> FileStats:
         """A copy with per-file bloom filters on ``column``, used by = and IN leaves."""
         bloom = filters if isinstance(filters, BloomFilterSet) else BloomFilterSet.from_filters(filters)
         if len(bloom) != self.num_files:
             raise StatsError(f"{len(bloom)} bloom filters for {self.num_files} files")
-        columns = dict(self.columns)
-        base = columns.get(column) or _unknown_column(leaf_columns(self.schema)[column], self.num_files)
-        columns[column] = replace(base, bloom=bloom)
-        return FileStats(self.files, self.row_count, columns, self.schema)
+        return self.with_column(column, bloom=bloom)
 
     # ---------------------------------------------------------------------------- constructors
 
