@@ -91,6 +91,9 @@ class Reference(_Immutable):
     def __hash__(self) -> int:
         return hash(("ref", self.name))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Reference, (self.name,))
+
     def __repr__(self) -> str:
         return f"Reference({self.name!r})"
 
@@ -117,6 +120,9 @@ class BoundReference(_Immutable):
 
     def __hash__(self) -> int:
         return hash(("bound", self.path, str(self.type)))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (BoundReference, (self.name, self.path, self.type, self.nullable))
 
     def __repr__(self) -> str:
         return f"BoundReference({self.name!r}, {self.type})"
@@ -358,7 +364,8 @@ class _Junction(Expression):
         return node
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.left, self.right))
+        # Flat operands: a 10,000-deep chain pickles without deep recursion and comes back balanced.
+        return (type(self), tuple(self.operands()))
 
     @property
     def children(self) -> tuple[Expression, ...]:
