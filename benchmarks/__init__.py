@@ -1,0 +1,1 @@
+"""Benchmark scripts that print side-by-side tables (not tests); run them from the repository root."""
