@@ -101,7 +101,8 @@ def _find(fields: list[pa.Field], name: str, case_sensitive: bool) -> pa.Field |
 
 def _bound(field: pa.Field, path: tuple[str, ...], chain: list[pa.Field]) -> BoundReference:
     t = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
-    return BoundReference(".".join(path), path, t, nullable=all(f.nullable for f in chain))
+    # A NULL struct makes its fields NULL too: the path is required only if every step is.
+    return BoundReference(".".join(path), path, t, nullable=any(f.nullable for f in chain))
 
 
 def _bind_predicate(leaf: Predicate, ref: BoundReference) -> Expression:

@@ -159,6 +159,9 @@ def _literal_key(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return (float, "nan")
     if isinstance(value, pa.Scalar):
+        # A NaN scalar is unequal to itself: key it like the NaN float, or e != e.
+        if pa.types.is_floating(value.type) and value.is_valid and math.isnan(value.as_py()):
+            return (str(value.type), "nan")
         return (str(value.type), value)
     return (type(value), value)
 
@@ -657,9 +660,21 @@ def _leaf_equal(a: Predicate, b: Predicate) -> bool:
     if isinstance(a, SetPredicate):
         va, vb = a.values, b.values  # type: ignore[attr-defined]
         if isinstance(va, pa.Array) or isinstance(vb, pa.Array):
-            return isinstance(va, pa.Array) and isinstance(vb, pa.Array) and va.equals(vb)
+            return isinstance(va, pa.Array) and isinstance(vb, pa.Array) and _arrays_equal(va, vb)
         return len(va) == len(vb) and all(_literal_equal(x, y) for x, y in zip(va, vb, strict=True))
     return True
+
+
+def _arrays_equal(va: pa.Array, vb: pa.Array) -> bool:
+    if va.equals(vb):
+        return True
+    if va.type != vb.type or len(va) != len(vb) or not pa.types.is_floating(va.type):
+        return False
+    # Array.equals says NaN != NaN; as literals, NaNs are one value (like _literal_key).
+    import pyarrow.compute as pc
+
+    nan_a, nan_b = pc.is_nan(va), pc.is_nan(vb)
+    return nan_a.equals(nan_b) and va.filter(pc.invert(nan_a)).equals(vb.filter(pc.invert(nan_b)))
 
 
 def _literal_equal(a: Any, b: Any) -> bool:

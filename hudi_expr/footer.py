@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,20 +15,23 @@ from hudi_expr.stats import ColumnStats, leaf_columns
 if TYPE_CHECKING:
     from hudi_expr.stats import FileStats
 
-__all__ = ["read_footer_stats"]
+__all__ = ["read_footer_stats", "stats_from_footers", "unified_schema"]
 
 # Parquet min/max of these physical/logical types have no reliable order or no stats at all.
 _UNORDERED_PHYSICAL = {"INT96"}
 
 
 def read_footer_stats(cls: type[FileStats], paths: list[str], schema: pa.Schema | None) -> FileStats:
-    files = [pq.ParquetFile(p) for p in paths]
+    return stats_from_footers(cls, paths, [pq.ParquetFile(p) for p in paths], schema)
+
+
+def stats_from_footers(
+    cls: type[FileStats], paths: Sequence[str], files: Sequence[pq.ParquetFile], schema: pa.Schema | None
+) -> FileStats:
+    """Stats from already opened files (``paths`` names them in the result); ``schema`` defaults
+    to the union of the files' schemas."""
     if schema is None:
-        schema = (
-            pa.unify_schemas([f.schema_arrow for f in files], promote_options="permissive")
-            if files
-            else pa.schema([])
-        )
+        schema = unified_schema(files)
     targets = leaf_columns(schema)
     n = len(files)
     # Per column: values per file and the arrow type they are expressed in (the file's own type).
@@ -63,6 +67,13 @@ def read_footer_stats(cls: type[FileStats], paths: list[str], schema: pa.Schema 
         for c in targets
     }
     return cls([str(p) for p in paths], row_counts, columns, schema)
+
+
+def unified_schema(files: Sequence[pq.ParquetFile]) -> pa.Schema:
+    """The union of the files' arrow schemas (types widened where files disagree)."""
+    if not files:
+        return pa.schema([])
+    return pa.unify_schemas([f.schema_arrow for f in files], promote_options="permissive")
 
 
 def _merge_row_groups(md: pq.FileMetaData, j: int, t: pa.DataType) -> tuple[Any, Any, int | None]:

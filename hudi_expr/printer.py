@@ -70,9 +70,13 @@ def format_literal(value: Any) -> str:
         if not math.isfinite(value):
             text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
             return f"CAST('{text}' AS DOUBLE)"
-        return repr(value)
+        # DuckDB reads '1e-05' as a DOUBLE (comparing integers and FLOATs through doubles) but
+        # '0.00001' as a DECIMAL cast to the column's type, which is what binding does.
+        text = _positional(decimal.Decimal(repr(value)))
+        return text if text is not None else repr(value)
     if isinstance(value, decimal.Decimal):
-        return str(value)
+        text = _positional(value)  # exponent notation would be a DOUBLE: inexact
+        return text if text is not None else str(value)
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     if isinstance(value, bytes):
@@ -87,11 +91,27 @@ def format_literal(value: Any) -> str:
     return repr(value)
 
 
+def _positional(value: decimal.Decimal) -> str | None:
+    """Digits without exponent (a DECIMAL literal), or None past DuckDB's 38 digits."""
+    digits, exponent = value.as_tuple()[1:]
+    if not isinstance(exponent, int) or max(len(digits) + exponent, 0) + max(-exponent, 0) > 40:
+        return None
+    text = format(value, "f")
+    sign, (whole, _, fraction) = text[: text.startswith("-")], text.lstrip("-").partition(".")
+    if len(whole) + len(fraction) <= 38:
+        return text
+    # DuckDB counts the 0 of 0.xxx as a digit: .xxx (38 digits) is a DECIMAL(38, 38) still.
+    return f"{sign}.{fraction}" if whole == "0" and len(fraction) <= 38 else None
+
+
 def _format_scalar(s: pa.Scalar) -> str:
     t = s.type
     if pa.types.is_timestamp(t):
         text = pc.cast(s, pa.string()).as_py()
-        return f"{'TIMESTAMPTZ' if t.tz is not None else 'TIMESTAMP'} '{text}'"
+        kind = "TIMESTAMPTZ" if t.tz is not None else "TIMESTAMP"
+        if kind == "TIMESTAMP" and t.unit == "ns" and s.value % 1000:
+            kind = "TIMESTAMP_NS"  # a TIMESTAMP literal holds microseconds: it would truncate
+        return f"{kind} '{text}'"
     if pa.types.is_floating(t):
         return format_literal(float(s.as_py()))
     return format_literal(s.as_py())
@@ -138,16 +158,24 @@ class _SqlPrinter(PredicateVisitor[Printed]):
         return f"NOT isnan({quote_column(term)})"
 
     def visit_starts_with(self, term: Any, prefix: Any) -> str:
-        return f"starts_with({quote_column(term)}, {format_literal(prefix)})"
+        return _starts_with(term, prefix)
 
     def visit_not_starts_with(self, term: Any, prefix: Any) -> str:
-        return f"NOT starts_with({quote_column(term)}, {format_literal(prefix)})"
+        return f"NOT {_starts_with(term, prefix)}"
 
     def visit_in(self, term: Any, values: Any) -> str:
         return f"{quote_column(term)} IN ({_format_values(values)})"
 
     def visit_not_in(self, term: Any, values: Any) -> str:
         return f"{quote_column(term)} NOT IN ({_format_values(values)})"
+
+
+def _starts_with(term: Any, prefix: Any) -> str:
+    p = prefix.as_py() if isinstance(prefix, pa.Scalar) else prefix
+    if isinstance(p, bytes):
+        # DuckDB's starts_with takes no BLOB; the (upper-case) hex digits start alike.
+        return f"starts_with(hex({quote_column(term)}), '{p.hex().upper()}')"
+    return f"starts_with({quote_column(term)}, {format_literal(prefix)})"
 
 
 def _format_values(values: Any) -> str:

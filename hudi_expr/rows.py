@@ -26,7 +26,46 @@ def to_pyarrow(expr: Expression, schema: pa.Schema | None = None) -> pc.Expressi
     """
     if schema is not None and not expr.is_bound:
         expr = expr.bind(schema)
-    return visit(rewrite_not(expr), _RowFilter())
+    return _combine(visit(rewrite_not(expr), _RowFilter()))
+
+
+class _Chain(list):  # type: ignore[type-arg]
+    """The operands of an AND (or OR) chain, combined in groups once complete (see ``_combine``)."""
+
+    def __init__(self, op: str, items: list[pc.Expression]) -> None:
+        super().__init__(items)
+        self.op = op
+
+
+def _chain(op: str, left: Any, right: Any) -> _Chain:
+    # Results are fresh objects of this visitor: extending in place keeps long chains linear.
+    items = left if isinstance(left, _Chain) and left.op == op else _Chain(op, [_combine(left)])
+    items.extend(right if isinstance(right, _Chain) and right.op == op else [_combine(right)])
+    return items
+
+
+def _combine(part: Any) -> pc.Expression:
+    """A chain as groups of at most ``_GROUP`` operands, each group wrapped in an identity.
+
+    Arrow flattens nested AND/OR into one chain and then recurses along it in C++, so 10,000
+    operands overflow its stack (a crash, whatever the tree's shape). ``if_else(g, true, false)``
+    is the identity on TRUE/FALSE/NULL that it does not flatten through.
+    """
+    if not isinstance(part, _Chain):
+        return part
+    items = list(part)
+    while len(items) > 1:
+        groups = [items[i : i + _GROUP] for i in range(0, len(items), _GROUP)]
+        items = []
+        for group in groups:
+            joined = group[0]
+            for item in group[1:]:
+                joined = joined & item if part.op == "and" else joined | item
+            items.append(pc.if_else(joined, True, False) if len(groups) > 1 else joined)
+    return items[0]
+
+
+_GROUP = 64
 
 
 def _field(term: Reference | BoundReference) -> pc.Expression:
@@ -57,11 +96,11 @@ class _RowFilter(PredicateVisitor[pc.Expression]):
     def visit_not(self, node: Not, child: pc.Expression) -> pc.Expression:  # pragma: no cover
         raise TypeError("to_pyarrow rewrites NOT away first")
 
-    def visit_and(self, node: And, left: pc.Expression, right: pc.Expression) -> pc.Expression:
-        return left & right  # Kleene AND
+    def visit_and(self, node: And, left: Any, right: Any) -> Any:
+        return _chain("and", left, right)  # Kleene AND
 
-    def visit_or(self, node: Or, left: pc.Expression, right: pc.Expression) -> pc.Expression:
-        return left | right  # Kleene OR
+    def visit_or(self, node: Or, left: Any, right: Any) -> Any:
+        return _chain("or", left, right)  # Kleene OR
 
     def visit_is_null(self, term: Any) -> pc.Expression:
         return _field(term).is_null()
@@ -107,10 +146,10 @@ class _RowFilter(PredicateVisitor[pc.Expression]):
         return pc.if_else(f.is_valid(), ~found, pc.scalar(pa.scalar(None, pa.bool_())))
 
     def visit_starts_with(self, term: Any, prefix: Any) -> pc.Expression:
-        return pc.starts_with(_field(term), pattern=_prefix(prefix))
+        return pc.starts_with(_text(term), pattern=_prefix(prefix))
 
     def visit_not_starts_with(self, term: Any, prefix: Any) -> pc.Expression:
-        return ~pc.starts_with(_field(term), pattern=_prefix(prefix))
+        return ~pc.starts_with(_text(term), pattern=_prefix(prefix))
 
     def _or_nan(self, term: Any, test: pc.Expression) -> pc.Expression:
         # NaN sorts above every number, so it is > and >= any non-NaN literal.
@@ -123,6 +162,11 @@ def _values(values: Any) -> Any:
     return list(values)
 
 
-def _prefix(prefix: Any) -> str:
-    p = prefix.as_py() if isinstance(prefix, pa.Scalar) else prefix
-    return p.decode("utf-8", errors="surrogateescape") if isinstance(p, bytes) else p
+def _text(term: Any) -> pc.Expression:
+    # starts_with has no dictionary kernel: a bound term knows the value type to decode to.
+    return _field(term).cast(term.type) if isinstance(term, BoundReference) else _field(term)
+
+
+def _prefix(prefix: Any) -> str | bytes:
+    # Arrow matches a bytes pattern bytewise, so binary prefixes need not be valid UTF-8.
+    return prefix.as_py() if isinstance(prefix, pa.Scalar) else prefix

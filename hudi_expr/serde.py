@@ -122,7 +122,7 @@ def from_dict(data: Any) -> Expression:
     if "not" in data:
         return Not(from_dict(data["not"]))
     op = data.get("op")
-    cls = _LEAVES.get(op)  # type: ignore[arg-type]
+    cls = _LEAVES.get(op) if isinstance(op, str) else None
     if cls is None:
         raise ExpressionFormatError(f"unknown predicate op {op!r}; known: {sorted(_LEAVES)}")
     column = data.get("column")
@@ -168,7 +168,11 @@ def _encode_scalar(s: pa.Scalar) -> Any:
     if pa.types.is_timestamp(t):
         return {"arrow": "timestamp", "unit": t.unit, "tz": t.tz, "value": s.value}
     if pa.types.is_decimal(t):
-        return {"arrow": "decimal", "precision": t.precision, "scale": t.scale, "value": str(s.as_py())}
+        # The width is part of the type: decimal256(10, 2) must not come back as decimal128.
+        kind = "decimal256" if pa.types.is_decimal256(t) else "decimal"
+        return {"arrow": kind, "precision": t.precision, "scale": t.scale, "value": str(s.as_py())}
+    if pa.types.is_fixed_size_binary(t):
+        return {"arrow": "fixed_size_binary", "byte_width": t.byte_width, "value": _encode(s.as_py())}
     name = str(t)
     try:
         if pa.type_for_alias(name) != t:
@@ -209,11 +213,12 @@ def _decode_scalar(value: dict[str, Any]) -> pa.Scalar:
     try:
         if kind == "timestamp":
             return pa.scalar(value["value"], pa.timestamp(value["unit"], value.get("tz")))
-        if kind == "decimal":
-            t = pa.decimal128(value["precision"], value["scale"])
-            if value["precision"] > 38:
-                t = pa.decimal256(value["precision"], value["scale"])
+        if kind in ("decimal", "decimal256"):
+            wide = kind == "decimal256" or value["precision"] > 38
+            t = (pa.decimal256 if wide else pa.decimal128)(value["precision"], value["scale"])
             return pa.scalar(decimal.Decimal(value["value"]), t)
+        if kind == "fixed_size_binary":
+            return pa.scalar(_decode(value["value"]), pa.binary(value["byte_width"]))
         return pa.scalar(_decode(value["value"]), pa.type_for_alias(kind))
     except (KeyError, ValueError, TypeError, pa.ArrowException) as exc:
         raise ExpressionFormatError(f"bad arrow literal {value!r}: {exc}") from None

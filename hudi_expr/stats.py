@@ -134,6 +134,37 @@ class FileStats:
     # ---------------------------------------------------------------------------- constructors
 
     @classmethod
+    def concat(cls, parts: Sequence[FileStats], schema: pa.Schema | None = None) -> FileStats:
+        """The stats of all files of ``parts``, in order; a column unknown in one part stays
+        unknown for its files. ``schema`` defaults to the first part's."""
+        schema = schema if schema is not None else (parts[0].schema if parts else pa.schema([]))
+        leaves = leaf_columns(schema)
+        names = [n for n in leaves if any(p.column(n) is not None for p in parts)]
+        columns: dict[str, ColumnStats] = {}
+        for name in names:
+            t = leaves[name]
+            pieces = [p.column(name) or _unknown_column(t, p.num_files) for p in parts]
+            blooms = [c.bloom for c in pieces]
+            columns[name] = ColumnStats(
+                min=pa.concat_arrays([c.min.cast(t) for c in pieces]),
+                max=pa.concat_arrays([c.max.cast(t) for c in pieces]),
+                null_count=pa.concat_arrays([c.null_count for c in pieces]),
+                nan_count=pa.concat_arrays([c.nan_count for c in pieces]),
+                bloom=None
+                if all(b is None for b in blooms)
+                else BloomFilterSet.from_filters(
+                    [
+                        b[i] if b is not None else None
+                        for b, c in zip(blooms, pieces, strict=True)
+                        for i in range(len(c.min))
+                    ]
+                ),
+            )
+        files = pa.concat_arrays([p.files for p in parts]) if parts else pa.array([], pa.string())
+        rows = pa.concat_arrays([p.row_count for p in parts]) if parts else pa.array([], pa.int64())
+        return cls(files, rows, columns, schema)
+
+    @classmethod
     def from_pylist(cls, records: Iterable[Mapping[str, Any]], schema: pa.Schema) -> FileStats:
         """From ``[{"file": "f1", "row_count": 10, "stats": {"a": {"min": 1, "max": 9, ...}}}]``.
 

@@ -102,7 +102,8 @@ def _fail(column: str, t: pa.DataType, literal: Any, why: str) -> BindError:
 def coerce_literal(literal: Any, t: pa.DataType, column: str) -> Coerced:
     """Coerce one literal to column type ``t`` as SQL would; raises ``BindError`` when it cannot."""
     if isinstance(literal, pa.Scalar):
-        if literal.type == t:
+        # Float scalars go the long way: NaN must fold to isnan forms and -0.0 to 0.0.
+        if literal.type == t and not is_float_type(t):
             return Coerced("exact", literal)
         literal = _scalar_to_python(literal)
     if isinstance(literal, np.generic):
@@ -200,7 +201,9 @@ def _to_decimal(literal: Any, t: pa.DataType, column: str) -> Coerced:
     limit = Fraction(10**t.precision - 1, 10**t.scale)
 
     def make(units: int) -> pa.Scalar:
-        return pa.scalar(decimal.Decimal(units).scaleb(-t.scale), t)
+        # An exact context: the default one keeps 28 digits and would round a 38-digit value.
+        exact = decimal.Context(prec=max(t.precision, 1) + 2)
+        return pa.scalar(decimal.Decimal(units).scaleb(-t.scale, exact), t)
 
     return _place(value, -limit, limit, make, grid)
 
@@ -212,11 +215,14 @@ def _to_float(literal: Any, t: pa.DataType, column: str) -> Coerced:
     dtype = _FLOAT_DTYPES[t.bit_width]
     finfo = np.finfo(dtype)
     if isinstance(value, Fraction):
-        # Beyond the largest finite value the cast would overflow: compare exactly instead.
+        # Beyond the largest finite value the cast would overflow: compare exactly instead. The
+        # literal lies strictly between the largest finite value and infinity (not above every
+        # value: +inf and NaN rows are greater), so it folds like int_col = 1.5.
+        top, inf = dtype(finfo.max), dtype(math.inf)
         if value > Fraction(float(finfo.max)):
-            return Coerced("above")
+            return Coerced("between", floor=_float_scalar(top, t), ceil=_float_scalar(inf, t))
         if value < Fraction(float(finfo.min)):
-            return Coerced("below")
+            return Coerced("between", floor=_float_scalar(-inf, t), ceil=_float_scalar(-top, t))
         as_double = float(value) if isinstance(literal, (int, decimal.Decimal, str)) else float(literal)
         rounded = dtype(as_double)
     else:
@@ -224,7 +230,11 @@ def _to_float(literal: Any, t: pa.DataType, column: str) -> Coerced:
     # -0.0 and 0.0 are equal in SQL; one canonical zero keeps equality checks simple.
     if rounded == 0:
         rounded = dtype(0.0)
-    return Coerced("exact", pa.scalar(rounded.item() if dtype is not np.float16 else rounded, t))
+    return Coerced("exact", _float_scalar(rounded, t))
+
+
+def _float_scalar(value: np.floating, t: pa.DataType) -> pa.Scalar:
+    return pa.scalar(value.item() if not isinstance(value, np.float16) else value, t)
 
 
 def _to_bool(literal: Any, t: pa.DataType, column: str) -> Coerced:
@@ -277,17 +287,22 @@ def _parse_temporal(text: str) -> _dt.date | _dt.datetime | tuple[_dt.datetime, 
     return (parsed, extra_ns) if extra_ns else parsed
 
 
-def _instant(literal: Any, column_has_tz: bool) -> Fraction:
+def _instant(literal: Any, column_has_tz: bool, nanos: bool = True) -> Fraction:
     """A date/datetime/timestamp literal as exact nanoseconds since the epoch.
 
     Against a column with a time zone, a naive literal is read as UTC; against a column without
     one (wall clock), an aware literal is converted to UTC wall-clock time (session zone UTC).
+    Text is cast to the column's type as SQL does (DuckDB, Spark): against a wall-clock column
+    its zone is ignored, and digits past microseconds count only when ``nanos`` (a ns column).
     """
     extra_ns = 0
     if isinstance(literal, str):
         literal = _parse_temporal(literal)
         if isinstance(literal, tuple):
             literal, extra_ns = literal
+            extra_ns = extra_ns if nanos else 0
+        if isinstance(literal, _dt.datetime) and literal.tzinfo is not None and not column_has_tz:
+            literal = literal.replace(tzinfo=None)
     if isinstance(literal, pa.TimestampScalar):
         return Fraction(literal.value * 1_000_000_000, _UNITS_PER_SECOND[literal.type.unit])
     if isinstance(literal, _dt.datetime):
@@ -301,6 +316,11 @@ def _instant(literal: Any, column_has_tz: bool) -> Fraction:
 
 
 def _to_date(literal: Any, t: pa.DataType, column: str) -> Coerced:
+    if isinstance(literal, str):
+        # Text is cast to DATE as SQL does: a time of day (and zone) in it is dropped, not compared.
+        parsed = _parse_temporal(literal)
+        parsed = parsed[0] if isinstance(parsed, tuple) else parsed
+        literal = parsed.date() if isinstance(parsed, _dt.datetime) else parsed
     try:
         ns = _instant(literal, column_has_tz=False)
     except TypeError as exc:
@@ -321,7 +341,7 @@ def _to_date(literal: Any, t: pa.DataType, column: str) -> Coerced:
 
 def _to_timestamp(literal: Any, t: pa.DataType, column: str) -> Coerced:
     try:
-        ns = _instant(literal, column_has_tz=t.tz is not None)
+        ns = _instant(literal, column_has_tz=t.tz is not None, nanos=t.unit == "ns")
     except TypeError as exc:
         raise _fail(column, t, literal, str(exc)) from None
     grid = Fraction(1_000_000_000, _UNITS_PER_SECOND[t.unit])
