@@ -17,8 +17,17 @@ import pyarrow.compute as pc
 
 from hudi_expr.binding import bind
 from hudi_expr.expressions import And, BoundReference, Expression, Not, Or, Predicate
+from hudi_expr.sortkeys import common_keys, sort_keys
 from hudi_expr.stats import FileStats
-from hudi_expr.statsview import ColumnView, StatsView, all_of, any_of, to_mask
+from hudi_expr.statsview import (
+    ColumnView,
+    StatsView,
+    all_of,
+    any_of,
+    prefix_bytes,
+    prefix_successor,
+    to_mask,
+)
 from hudi_expr.visitors import PredicateVisitor, rewrite_not, visit
 
 __all__ = ["InclusiveEvaluator", "might_match", "prepare"]
@@ -105,11 +114,11 @@ class InclusiveEvaluator(PredicateVisitor[np.ndarray]):
     def visit_greater_than(self, term: Any, v: pa.Scalar) -> pa.Array:
         # The largest value is above v, or a NaN row (greater than every number) may be there.
         above = pc.greater(self.col.max, self.col.scalar(v))
-        return all_of(self.col.has_values, any_of(above, self.col.may_have_nan))
+        return all_of(self.col.has_values, self._or_nan(above))
 
     def visit_greater_than_or_equal(self, term: Any, v: pa.Scalar) -> pa.Array:
         above = pc.greater_equal(self.col.max, self.col.scalar(v))
-        return all_of(self.col.has_values, any_of(above, self.col.may_have_nan))
+        return all_of(self.col.has_values, self._or_nan(above))
 
     def visit_equal(self, term: Any, v: pa.Scalar) -> pa.Array:
         # v lies within [min, max] (-0.0 = 0.0 here as in SQL), and the bloom filter may hold it.
@@ -124,7 +133,7 @@ class InclusiveEvaluator(PredicateVisitor[np.ndarray]):
         # (bounds are bounds, so min = max = v pins every value even if they were truncated).
         s = self.col.scalar(v)
         all_v = all_of(pc.equal(self.col.min, s), pc.equal(self.col.max, s))
-        return all_of(self.col.has_values, any_of(pc.invert(all_v), self.col.may_have_nan))
+        return all_of(self.col.has_values, self._or_nan(pc.invert(all_v)))
 
     def visit_in(self, term: Any, values: pa.Array) -> pa.Array:
         values = self.col.values(values)
@@ -136,29 +145,35 @@ class InclusiveEvaluator(PredicateVisitor[np.ndarray]):
         values = self.col.values(values)
         # Only a file whose every non-null value is one listed value fails (min = max in list).
         pinned = all_of(self.col.single_value, _is_in(self.col.min, values))
-        return all_of(self.col.has_values, any_of(pc.invert(pinned), self.col.may_have_nan))
+        return all_of(self.col.has_values, self._or_nan(pc.invert(pinned)))
 
     # --------------------------------------------------------------------------------- prefixes
 
     def visit_starts_with(self, term: Any, prefix: pa.Scalar) -> pa.Array:
-        # Values with the prefix form the interval [p, next(p)); it meets [min, max] when
-        # max >= p and min's first len(p) bytes are <= p. Bytes, so UTF-8 order is kept.
-        p = prefix.as_py()
-        p = p.encode("utf-8") if isinstance(p, str) else p
-        pb = pa.scalar(p, self.col.max_bytes.type)
-        head = pc.binary_slice(self.col.min_bytes, 0, len(p))
-        return all_of(self.col.has_values, pc.greater_equal(self.col.max_bytes, pb), pc.less_equal(head, pb))
+        # Values with the prefix form the interval [p, succ(p)) in byte order; it meets [min, max]
+        # when max >= p and min < succ(p). Bytes, so UTF-8 order is kept.
+        p = prefix_bytes(prefix)
+        bound = pa.scalar(p, self.col.max_bytes.type)
+        reaches = pc.greater_equal(self.col.max_bytes, bound)
+        succ = prefix_successor(p)
+        if succ is None:  # p is all 0xFF bytes: nothing sorts above the interval
+            return all_of(self.col.has_values, reaches)
+        below = pc.less(self.col.min_bytes, pa.scalar(succ, self.col.min_bytes.type))
+        return all_of(self.col.has_values, reaches, below)
 
     def visit_not_starts_with(self, term: Any, prefix: pa.Scalar) -> pa.Array:
         # If both bounds start with p, so does every value between them: the file cannot match.
-        p = prefix.as_py()
-        p = p.encode("utf-8") if isinstance(p, str) else p
+        p = prefix_bytes(prefix)
         both = all_of(
             pc.starts_with(self.col.min_bytes, pattern=p), pc.starts_with(self.col.max_bytes, pattern=p)
         )
         return all_of(self.col.has_values, pc.invert(both))
 
     # ---------------------------------------------------------------------------------- helpers
+
+    def _or_nan(self, fact: pa.Array) -> pa.Array:
+        """``fact``, or a NaN row may be there (only float columns hold NaN)."""
+        return any_of(fact, self.col.may_have_nan) if self.col.is_float else fact
 
     def _some_value_within(self, values: pa.Array) -> pa.Array:
         return some_value_within(self.col, values)
@@ -183,6 +198,9 @@ def some_value_within(col: ColumnView, values: pa.Array) -> pa.Array:
         ]
         return any_of(*facts)
     lo, hi = bounds
+    lo, hi = common_keys(lo, hi)
+    sorted_values, lo = common_keys(sorted_values, lo)
+    sorted_values, hi = common_keys(sorted_values, hi)
     # Binary search: the first value >= min comes before the first value > max.
     within = np.searchsorted(sorted_values, lo, side="left") < np.searchsorted(
         sorted_values, hi, side="right"
@@ -192,9 +210,7 @@ def some_value_within(col: ColumnView, values: pa.Array) -> pa.Array:
 
 
 def _sortable_values(values: pa.Array) -> np.ndarray | None:
-    from hudi_expr.statsview import sortable
-
-    keys = sortable(values)
+    keys = sort_keys(values)
     return None if keys is None else np.sort(keys)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ import pyarrow.compute as pc
 
 from hudi_expr.bloom import BloomFilter, BloomFilterSet
 from hudi_expr.errors import StatsError
+from hudi_expr.sortkeys import sort_keys
 
 __all__ = ["ColumnStats", "FileStats", "leaf_columns"]
 
@@ -30,6 +32,12 @@ class ColumnStats:
     null_count: pa.Array
     nan_count: pa.Array
     bloom: BloomFilterSet | None = field(default=None, compare=False)
+
+    @cached_property
+    def sort_keys(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """min and max as monotone numpy keys for binary search (computed once per stats)."""
+        lo, hi = sort_keys(self.min), sort_keys(self.max)
+        return None if lo is None or hi is None else (lo, hi)
 
     def take(self, indices: pa.Array | np.ndarray) -> ColumnStats:
         idx = pa.array(indices) if isinstance(indices, np.ndarray) else indices

@@ -9,7 +9,6 @@ out still does even when another is unknown; the evaluator turns what stays unkn
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +19,7 @@ from hudi_expr.expressions import BoundReference
 from hudi_expr.stats import ColumnStats, FileStats
 from hudi_expr.types import is_float_type, is_string_like
 
-__all__ = ["ColumnView", "StatsView", "all_of", "any_of"]
+__all__ = ["ColumnView", "StatsView", "all_of", "any_of", "prefix_bytes", "prefix_successor", "to_mask"]
 
 
 def all_of(*facts: pa.Array) -> pa.Array:
@@ -144,11 +143,10 @@ class ColumnView:
         """A bound IN list in the type the bounds are compared in."""
         return values if values.type == self.type else values.cast(self.type)
 
-    @cached_property
+    @property
     def sortable_bounds(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """min and max as numpy arrays that sort like the values (None if the type has none)."""
-        lo, hi = sortable(self.min), sortable(self.max)
-        return None if lo is None or hi is None else (lo, hi)
+        """min and max as monotone numpy keys (see ``sortkeys``), cached with the stats."""
+        return self.cs.sort_keys
 
 
 def to_mask(fact: pa.Array | pa.ChunkedArray, unknown: bool) -> np.ndarray:
@@ -169,24 +167,16 @@ def _as_binary(arr: pa.Array) -> pa.Array:
     return arr
 
 
-def sortable(arr: pa.Array) -> np.ndarray | None:
-    """Values as a numpy array whose order is the SQL order (nulls filled arbitrarily)."""
-    t = arr.type
-    if pa.types.is_integer(t) or pa.types.is_boolean(t):
-        target: Any = pa.uint64() if pa.types.is_unsigned_integer(t) else pa.int64()
-        return np.asarray(arr.cast(target).fill_null(0).to_numpy(zero_copy_only=False))
-    if pa.types.is_floating(t):
-        return np.asarray(arr.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))
-    if pa.types.is_date32(t) or pa.types.is_timestamp(t) or pa.types.is_date64(t):
-        storage = pa.int32() if pa.types.is_date32(t) else pa.int64()
-        return np.asarray(arr.view(storage).cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False))
-    if pa.types.is_decimal128(t) and t.precision <= 18:
-        # The low 64-bit word of a decimal128 is its unscaled value whenever that fits in int64.
-        filled = arr.fill_null(pa.scalar(0, t)) if arr.null_count else arr
-        words = np.frombuffer(filled.buffers()[1], dtype=np.int64)
-        return words[2 * filled.offset : 2 * (filled.offset + len(filled)) : 2].copy()
-    if is_string_like(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        # Python str order is code-point order, which is UTF-8 byte order.
-        empty = pa.scalar("" if is_string_like(t) else b"", t)
-        return np.asarray((arr.fill_null(empty) if arr.null_count else arr).to_pylist(), dtype=object)
-    return None
+def prefix_bytes(prefix: pa.Scalar) -> bytes:
+    """A bound StartsWith prefix as bytes (strings compare as their UTF-8 bytes)."""
+    p = prefix.as_py()
+    return p.encode("utf-8") if isinstance(p, str) else p
+
+
+def prefix_successor(p: bytes) -> bytes | None:
+    """The least byte string above every string starting with ``p``: its last byte below 0xFF
+    incremented, the rest dropped. None when ``p`` is all 0xFF (no such bound)."""
+    stripped = p.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes([stripped[-1] + 1])

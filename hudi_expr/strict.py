@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from hudi_expr.expressions import And, BoundReference, Expression, Not, Or, Predicate
 from hudi_expr.inclusive import prepare, some_value_within
 from hudi_expr.stats import FileStats
-from hudi_expr.statsview import StatsView, all_of, any_of, to_mask
+from hudi_expr.statsview import StatsView, all_of, any_of, prefix_bytes, prefix_successor, to_mask
 from hudi_expr.visitors import PredicateVisitor, visit
 
 __all__ = ["StrictEvaluator", "all_match"]
@@ -112,20 +112,18 @@ class StrictEvaluator(PredicateVisitor[np.ndarray]):
 
     def visit_starts_with(self, term: Any, prefix: pa.Scalar) -> pa.Array:
         # Both bounds start with p, hence every value between them does.
-        p = _prefix_bytes(prefix)
+        p = prefix_bytes(prefix)
         both = all_of(
             pc.starts_with(self.col.min_bytes, pattern=p), pc.starts_with(self.col.max_bytes, pattern=p)
         )
         return all_of(self.col.no_nulls, both)
 
     def visit_not_starts_with(self, term: Any, prefix: pa.Scalar) -> pa.Array:
-        # [min, max] misses the interval [p, next(p)): max < p, or min's head is above p.
-        p = _prefix_bytes(prefix)
-        pb = pa.scalar(p, self.col.max_bytes.type)
-        head = pc.binary_slice(self.col.min_bytes, 0, len(p))
-        return all_of(self.col.no_nulls, any_of(pc.less(self.col.max_bytes, pb), pc.greater(head, pb)))
-
-
-def _prefix_bytes(prefix: pa.Scalar) -> bytes:
-    p = prefix.as_py()
-    return p.encode("utf-8") if isinstance(p, str) else p
+        # [min, max] misses the interval [p, succ(p)): max < p, or min >= succ(p).
+        p = prefix_bytes(prefix)
+        below = pc.less(self.col.max_bytes, pa.scalar(p, self.col.max_bytes.type))
+        succ = prefix_successor(p)
+        if succ is None:
+            return all_of(self.col.no_nulls, below)
+        above = pc.greater_equal(self.col.min_bytes, pa.scalar(succ, self.col.min_bytes.type))
+        return all_of(self.col.no_nulls, any_of(below, above))
