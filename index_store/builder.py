@@ -1,0 +1,175 @@
+"""Statistics of data files for the index: footers first, then only the columns footers lack.
+
+Min/max/null counts of every column come from parquet footers (no data read). NaN counts (footers
+do not have them) and bloom filters are computed by reading just the float and bloom columns.
+Partition values become exact per-file stats (min = max = the value). Work runs on a thread pool
+(pyarrow releases the GIL while it reads and decodes), with a progress bar on a terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from hudi_expr import BloomFilter, ColumnStats, FileStats
+from hudi_expr.footer import stats_from_footers, unified_schema
+from hudi_expr.stats import leaf_columns
+from index_store.errors import TableFormatError
+from index_store.tables.base import DataFile
+
+__all__ = ["BuiltFiles", "compute_stats"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class BuiltFiles:
+    """What the index stores about a batch of data files."""
+
+    files: Sequence[DataFile]
+    stats: FileStats  # files named by their table-relative paths
+    blooms: dict[str, list[BloomFilter | None]]
+    exact_columns: tuple[str, ...]  # partition columns: their bounds are the values
+
+
+def compute_stats(
+    root: str,
+    files: Sequence[DataFile],
+    partition_schema: pa.Schema,
+    data_schema: pa.Schema | None = None,
+    bloom_columns: Iterable[str] = (),
+    fpp: float = 0.01,
+    progress: bool | None = None,
+    workers: int | None = None,
+) -> BuiltFiles:
+    """Stats for ``files`` under ``root``; ``data_schema`` defaults to the union of their schemas."""
+    workers = workers or min(8, (os.cpu_count() or 2) * 2)
+    show = sys.stderr.isatty() if progress is None else progress
+    paths = [os.path.join(root, f.path) for f in files]
+    footers = _parallel(_open_parquet, paths, workers, show, "reading footers")
+    if data_schema is None:
+        data_schema = unified_schema(footers)
+    data_schema = pa.schema([f for f in data_schema if f.name not in partition_schema.names])
+    stats = stats_from_footers(FileStats, [f.path for f in files], footers, data_schema)
+
+    leaves = leaf_columns(data_schema)
+    float_columns = [c for c, t in leaves.items() if pa.types.is_floating(t)]
+    bloom_columns = list(dict.fromkeys(bloom_columns))
+    unknown = [c for c in bloom_columns if c not in leaves]
+    if unknown:
+        raise TableFormatError(
+            f"bloom filter columns {unknown} are not columns of the table ({sorted(leaves)})"
+        )
+    if float_columns or bloom_columns:
+        extras = _parallel(
+            lambda i: _scan_columns(footers[i], float_columns, bloom_columns, leaves, fpp),
+            list(range(len(files))),
+            workers,
+            show,
+            "NaN counts and bloom filters",
+        )
+        for c in float_columns:
+            stats = stats.with_column(c, nan_count=pa.array([e[0].get(c) for e in extras], pa.int64()))
+        blooms = {c: [e[1].get(c) for e in extras] for c in bloom_columns}
+    else:
+        blooms = {}
+    stats = _with_partition_values(stats, files, partition_schema)
+    return BuiltFiles(files, stats, blooms, tuple(partition_schema.names))
+
+
+def _open_parquet(path: str) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise TableFormatError(f"data file {path} disappeared while indexing; run sync again") from None
+    except (pa.ArrowException, OSError) as exc:
+        raise TableFormatError(f"data file {path} is not readable parquet: {exc}") from None
+
+
+def _scan_columns(
+    pf: pq.ParquetFile,
+    floats: list[str],
+    bloom_columns: list[str],
+    leaves: dict[str, pa.DataType],
+    fpp: float,
+) -> tuple[dict[str, int | None], dict[str, BloomFilter | None]]:
+    """Read only the float and bloom columns of one file: NaN counts and bloom filters."""
+    present = set(leaf_columns(pf.schema_arrow))
+    wanted = [c for c in dict.fromkeys(floats + bloom_columns) if c in present]
+    table = pf.read(columns=wanted) if wanted else None
+    nan_counts: dict[str, int | None] = {}
+    for c in floats:
+        if c in present and table is not None:
+            arr = _column(table, c)
+            nan_counts[c] = int(pc.sum(pc.is_nan(arr)).as_py() or 0) if len(arr) else 0
+        else:
+            nan_counts[c] = None  # a file without the column: unknown, never a guessed zero
+    blooms: dict[str, BloomFilter | None] = {}
+    for c in bloom_columns:
+        if c in present and table is not None:
+            arr = _column(table, c).cast(leaves[c])
+            bloom = BloomFilter.for_entries(max(len(arr) - arr.null_count, 1), fpp)
+            bloom.add_all(arr, type=leaves[c])
+            blooms[c] = bloom
+        else:
+            blooms[c] = None
+    return nan_counts, blooms
+
+
+def _column(table: pa.Table, path: str) -> pa.Array:
+    parts = path.split(".")
+    arr: Any = table[parts[0]].combine_chunks()
+    for p in parts[1:]:
+        # A NULL struct makes its field NULL: flatten would not say so, so carry the validity.
+        arr = pc.struct_field(arr, p)
+    return arr
+
+
+def _with_partition_values(
+    stats: FileStats, files: Sequence[DataFile], partition_schema: pa.Schema
+) -> FileStats:
+    if not len(partition_schema):
+        return stats
+    schema = pa.schema(list(stats.schema) + [f for f in partition_schema if f.name not in stats.schema.names])
+    columns = dict(stats.columns)
+    rows = stats.row_count
+    for field in partition_schema:
+        values = pa.array([f.partition_values.get(field.name) for f in files], field.type)
+        is_null = values.is_null()
+        zero = pa.array(np.zeros(len(files), dtype=np.int64))
+        columns[field.name] = ColumnStats(
+            min=values,
+            max=values,
+            null_count=pc.if_else(is_null, rows, zero),
+            nan_count=zero,
+        )
+    return FileStats(stats.files, rows, columns, schema)
+
+
+def _parallel(fn: Callable[[T], R], items: Sequence[T], workers: int, show: bool, what: str) -> list[R]:
+    if not items:
+        return []
+    with tqdm(total=len(items), desc=what, unit="file", disable=not show, leave=False) as bar:
+        if workers <= 1 or len(items) < 4:
+            out = []
+            for item in items:
+                out.append(fn(item))
+                bar.update()
+            return out
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = []
+            for r in pool.map(fn, items):
+                results.append(r)
+                bar.update()
+            return results

@@ -1,0 +1,157 @@
+"""``hudi-index``: build, sync, prune, stats, compact and clean a table's metadata index.
+
+Errors print as one line on stderr with a non-zero exit code (2 for bad input, 1 otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+
+from hudi_expr import Expression, HudiExprError, from_json
+from index_store.table import IndexedTable, open_table
+
+__all__ = ["main", "parse_where"]
+
+
+def parse_where(text: str) -> Expression:
+    """A predicate given on the command line: SQL (through the DuckDB adapter, when installed)
+    or the JSON form of ``hudi_expr.to_json``."""
+    stripped = text.strip()
+    if stripped.startswith(("{", "[")) or stripped in ("true", "false"):
+        return from_json(stripped)
+    try:
+        from adapters.duckdb import parse_predicate  # type: ignore[import-not-found]
+    except ImportError:
+        raise ValueError(
+            "SQL predicates need the DuckDB adapter; give the JSON form instead, e.g. "
+            '\'{"op": "gt", "column": "a", "value": 5}\''
+        ) from None
+    return parse_predicate(stripped)
+
+
+def _table(args: argparse.Namespace) -> IndexedTable:
+    return open_table(args.table, index_path=args.index_path)
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    table = _table(args)
+    blooms = args.bloom if args.bloom else None
+    version = table.build(bloom_columns=blooms, fpp=args.fpp, progress=None)
+    stats = table.stats(columns=[])
+    print(f"built index version {version}: {stats.num_files} files in {time.perf_counter() - t0:.2f} s")
+    return 0
+
+
+def _cmd_sync(args: argparse.Namespace) -> int:
+    version = _table(args).sync()
+    print("index is up to date" if version is None else f"synced: index version {version}")
+    return 0
+
+
+def _cmd_prune(args: argparse.Namespace) -> int:
+    expr = parse_where(args.where)
+    t0 = time.perf_counter()
+    result = _table(args).prune(expr, on_corrupt="keep_all" if args.keep_all_on_corrupt else "raise")
+    elapsed = time.perf_counter() - t0
+    if args.json:
+        print(json.dumps({"kept": result.kept, "total": result.total, "files": result.files}))
+        return 0
+    print(result.explain())
+    print(f"planned in {elapsed * 1e3:.1f} ms")
+    if args.list:
+        for f in result.files:
+            print(f)
+    return 0
+
+
+def _cmd_stats(args: argparse.Namespace) -> int:
+    table = _table(args)
+    snap = table.snapshot()
+    stats = table.stats(columns=args.columns or None, with_blooms=False)
+    print(
+        f"index version {snap.version} (checkpoint {snap.checkpoint_version}), {stats.num_files} files, "
+        f"data instant {snap.table_instant or '-'}"
+    )
+    for name, cs in stats.columns.items():
+        nulls = cs.null_count.to_pylist()
+        known = [n for n in nulls if n is not None]
+        print(
+            f"  {name}: min {_fmt(cs.min)} max {_fmt(cs.max)}; "
+            f"nulls {sum(known)} in {len(known)}/{len(nulls)} known"
+        )
+    return 0
+
+
+def _fmt(arr: object) -> str:
+    import pyarrow.compute as pc
+
+    try:
+        mm = pc.min_max(arr)
+        return f"{mm['min'].as_py()!r}..{mm['max'].as_py()!r}"
+    except Exception:
+        return "?"
+
+
+def _cmd_compact(args: argparse.Namespace) -> int:
+    print(f"compacted: index version {_table(args).compact()}")
+    return 0
+
+
+def _cmd_clean(args: argparse.Namespace) -> int:
+    deleted = _table(args).clean(retention_seconds=args.retention)
+    print(f"deleted {len(deleted)} unreferenced index files")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hudi-index", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help)
+        p.add_argument("table", help="table root (plain parquet directory or Hudi copy-on-write table)")
+        p.add_argument("--index-path", help="where the index lives (default <table>/.hoodie/.index)")
+        return p
+
+    p = add("build", "index every data file from scratch")
+    p.add_argument("--bloom", action="append", help="column to keep bloom filters on (repeatable)")
+    p.add_argument("--fpp", type=float, default=0.01, help="bloom filter false-positive rate")
+    p.set_defaults(run=_cmd_build)
+    add("sync", "index files added or removed since the last commit").set_defaults(run=_cmd_sync)
+    p = add("prune", "list the files a predicate may match")
+    p.add_argument("--where", required=True, help="predicate: SQL, or the JSON form")
+    p.add_argument("--list", action="store_true", help="print the kept file paths")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--keep-all-on-corrupt", action="store_true", help="keep every file if the index is unreadable"
+    )
+    p.set_defaults(run=_cmd_prune)
+    p = add("stats", "summarize the index")
+    p.add_argument("--columns", nargs="*", help="only these columns")
+    p.set_defaults(run=_cmd_stats)
+    add("compact", "rewrite the live index into one checkpoint").set_defaults(run=_cmd_compact)
+    p = add("clean", "delete index files no reader needs any more")
+    p.add_argument("--retention", type=float, default=3600.0, help="keep files younger than this (seconds)")
+    p.set_defaults(run=_cmd_clean)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except (HudiExprError, ValueError, FileNotFoundError, NotADirectoryError) as exc:
+        print(f"hudi-index {args.command}: error: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, ValueError | FileNotFoundError | NotADirectoryError) else 1
+    except KeyboardInterrupt:
+        print(f"hudi-index {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

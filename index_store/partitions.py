@@ -1,0 +1,308 @@
+"""The index partitions as parquet: ``files``, ``column_stats`` and ``bloom_filters``.
+
+Each commit adds new files (never modifies one). ``files`` rows are versioned: the newest row of a
+``file_idx`` wins and may be a tombstone (``deleted``). ``column_stats`` rows are sorted by
+(column, file_idx) in row groups of about one column's size, so loading 2 columns of a 200-column
+index reads the few row groups whose ``column`` range holds them, found from the footer alone.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hudi_expr import BloomFilter, BloomFilterSet, ColumnStats, FileStats
+from hudi_expr.stats import leaf_columns
+from index_store.codec import SLOT_TYPES, decode, encode, slot_of
+from index_store.errors import IndexCorruptError
+from index_store.keys import file_key_parts, index_keys
+
+__all__ = [
+    "BLOOM_SCHEMA",
+    "COLUMN_STATS_SCHEMA",
+    "FILES_SCHEMA",
+    "read_blooms",
+    "read_column_stats",
+    "read_files",
+    "write_blooms",
+    "write_column_stats",
+    "write_files",
+]
+
+FILES_SCHEMA = pa.schema(
+    [
+        ("file_idx", pa.int64()),
+        ("path", pa.string()),
+        ("partition", pa.string()),
+        ("size", pa.int64()),
+        ("row_count", pa.int64()),
+        ("instant", pa.string()),
+        ("deleted", pa.bool_()),
+        ("version", pa.int64()),
+    ]
+)
+
+COLUMN_STATS_SCHEMA = pa.schema(
+    [("key", pa.string()), ("column", pa.string()), ("file_idx", pa.int64())]
+    + [(f"{end}_{slot}", t) for slot, t in SLOT_TYPES.items() for end in ("min", "max")]
+    + [
+        ("null_count", pa.int64()),
+        ("nan_count", pa.int64()),
+        ("value_count", pa.int64()),
+        ("exact", pa.bool_()),
+    ]
+)
+
+BLOOM_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("column", pa.string()),
+        ("file_idx", pa.int64()),
+        ("bloom", pa.large_binary()),
+        ("type", pa.string()),
+    ]
+)
+
+BLOOM_TYPE = "hudi_expr.bloom.v1"
+_MIN_ROW_GROUP, _MAX_ROW_GROUP = 1_024, 262_144
+
+
+# ------------------------------------------------------------------------------------- writing
+
+
+def _write(root: Path, partition: str, table: pa.Table, row_group_size: int | None = None) -> str:
+    """Write one new parquet file of ``partition`` durably; returns its path relative to ``root``."""
+    rel = f"{partition}/{uuid.uuid4().hex}.parquet"
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        pq.write_table(table, f, row_group_size=row_group_size, compression="zstd")
+        f.flush()
+        os.fsync(f.fileno())
+    return rel
+
+
+def write_files(root: Path, rows: pa.Table) -> str:
+    """Rows of the ``files`` partition (schema ``FILES_SCHEMA``)."""
+    return _write(root, "files", rows.select(FILES_SCHEMA.names).cast(FILES_SCHEMA))
+
+
+def write_column_stats(
+    root: Path, file_idx: np.ndarray, partitions: pa.Array, stats: FileStats, exact: Iterable[str] = ()
+) -> str:
+    """One row per (column, file) for every leaf column of ``stats`` with storable bounds."""
+    exact = set(exact)
+    parts = file_key_parts(partitions, stats.files)
+    n = stats.num_files
+    idx = pa.array(file_idx, pa.int64())
+    blocks: list[pa.Table] = []
+    for name, t in sorted(leaf_columns(stats.schema).items()):
+        slot = slot_of(t)
+        cs = stats.column(name)
+        if slot is None or cs is None:
+            continue
+        columns: dict[str, pa.Array] = {
+            "key": index_keys(name, parts),
+            "column": pa.array(np.full(n, name, dtype=object), pa.string()),
+            "file_idx": idx,
+        }
+        for s, st in SLOT_TYPES.items():
+            for end, arr in (("min", cs.min), ("max", cs.max)):
+                columns[f"{end}_{s}"] = encode(arr, t) if s == slot else pa.nulls(n, st)
+        columns["null_count"] = cs.null_count
+        columns["nan_count"] = cs.nan_count
+        columns["value_count"] = pc.subtract(stats.row_count, cs.null_count)
+        columns["exact"] = pa.array(np.full(n, name in exact))
+        blocks.append(pa.table(columns, schema=COLUMN_STATS_SCHEMA))
+    table = pa.concat_tables(blocks) if blocks else COLUMN_STATS_SCHEMA.empty_table()
+    return _write(root, "column_stats", table, row_group_size=int(np.clip(n, _MIN_ROW_GROUP, _MAX_ROW_GROUP)))
+
+
+def write_blooms(
+    root: Path,
+    file_idx: np.ndarray,
+    partitions: pa.Array,
+    files: pa.Array,
+    blooms: Mapping[str, Sequence[BloomFilter | None]],
+) -> str:
+    """One row per (column, file) that has a bloom filter."""
+    parts = file_key_parts(partitions, files)
+    blocks = []
+    for name in sorted(blooms):
+        filters = blooms[name]
+        have = np.array([b is not None for b in filters], dtype=bool)
+        rows = np.flatnonzero(have)
+        blocks.append(
+            pa.table(
+                {
+                    "key": index_keys(name, parts[rows]),
+                    "column": pa.array([name] * len(rows), pa.string()),
+                    "file_idx": pa.array(np.asarray(file_idx)[rows], pa.int64()),
+                    "bloom": pa.array([filters[i].to_bytes() for i in rows], pa.large_binary()),
+                    "type": pa.array([BLOOM_TYPE] * len(rows), pa.string()),
+                },
+                schema=BLOOM_SCHEMA,
+            )
+        )
+    table = pa.concat_tables(blocks) if blocks else BLOOM_SCHEMA.empty_table()
+    return _write(root, "bloom_filters", table)
+
+
+# ------------------------------------------------------------------------------------- reading
+
+
+def _open(root: Path, rel: str) -> pq.ParquetFile:
+    path = root / rel
+    try:
+        return pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise IndexCorruptError(str(path), "the timeline lists it but it does not exist") from None
+    except (pa.ArrowException, OSError) as exc:
+        raise IndexCorruptError(str(path), f"unreadable parquet ({exc})") from None
+
+
+def _read(
+    root: Path,
+    rel: str,
+    expected: pa.Schema,
+    row_groups: list[int] | None = None,
+    columns: list[str] | None = None,
+) -> pa.Table:
+    pf = _open(root, rel)
+    path = root / rel
+    missing = set(columns or expected.names) - set(pf.schema_arrow.names)
+    if missing:
+        raise IndexCorruptError(str(path), f"missing columns {sorted(missing)}")
+    try:
+        if row_groups is None:
+            return pf.read(columns=columns)
+        return pf.read_row_groups(row_groups, columns=columns)
+    except (pa.ArrowException, OSError) as exc:
+        raise IndexCorruptError(str(path), f"unreadable parquet ({exc})") from None
+
+
+def read_files(root: Path, live: Sequence[str]) -> pa.Table:
+    """The live data files: newest row per ``file_idx``, tombstones dropped, sorted by file_idx."""
+    tables = [_read(root, rel, FILES_SCHEMA) for rel in live]
+    if not tables:
+        return FILES_SCHEMA.empty_table()
+    rows = pa.concat_tables([t.select(FILES_SCHEMA.names).cast(FILES_SCHEMA) for t in tables])
+    # Newest version first within each file_idx, then keep the first row of each.
+    order = pc.sort_indices(rows, sort_keys=[("file_idx", "ascending"), ("version", "descending")])
+    rows = rows.take(order)
+    idx = rows["file_idx"].to_numpy()
+    first = np.ones(len(idx), dtype=bool)
+    first[1:] = idx[1:] != idx[:-1]
+    rows = rows.filter(pa.array(first))
+    return rows.filter(pc.invert(rows["deleted"]))
+
+
+def read_column_stats(
+    root: Path, live: Sequence[str], schema: pa.Schema, columns: Iterable[str], file_idx: np.ndarray
+) -> dict[str, ColumnStats]:
+    """Stats of ``columns`` for the files ``file_idx`` (sorted), reading only their row groups."""
+    leaves = leaf_columns(schema)
+    wanted = sorted(c for c in set(columns) if c in leaves and slot_of(leaves[c]) is not None)
+    if not wanted:
+        return {}
+    slots = sorted({slot_of(leaves[c]) for c in wanted})
+    read_cols = ["column", "file_idx", "null_count", "nan_count"]
+    read_cols += [f"{end}_{s}" for s in slots for end in ("min", "max")]
+    pieces = []
+    for rel in live:
+        pf = _open(root, rel)
+        groups = _row_groups_holding(pf, wanted)
+        if groups:
+            t = _read(root, rel, COLUMN_STATS_SCHEMA, groups, read_cols)
+            pieces.append(t.filter(pc.is_in(t["column"], pa.array(wanted))))
+    rows = pa.concat_tables(pieces) if pieces else None
+    out = {}
+    n = len(file_idx)
+    for name in wanted:
+        t = leaves[name]
+        slot = slot_of(t)
+        if rows is None:
+            continue
+        mine = rows.filter(pc.equal(rows["column"], name))
+        if not len(mine):
+            continue
+        # Place each row at its file's position; rows of files no longer live fall away.
+        pos = np.searchsorted(file_idx, mine["file_idx"].to_numpy())
+        pos = np.minimum(pos, max(n - 1, 0))
+        ok = (file_idx[pos] == mine["file_idx"].to_numpy()) if n else np.zeros(len(mine), dtype=bool)
+        positions = np.full(n, -1, dtype=np.int64)
+        positions[pos[ok]] = np.flatnonzero(ok)
+        out[name] = ColumnStats(
+            min=decode(_scatter(mine[f"min_{slot}"], positions), t),
+            max=decode(_scatter(mine[f"max_{slot}"], positions), t),
+            null_count=_scatter(mine["null_count"], positions),
+            nan_count=_scatter(mine["nan_count"], positions),
+        )
+    return out
+
+
+def read_blooms(
+    root: Path, live: Sequence[str], columns: Iterable[str], file_idx: np.ndarray
+) -> dict[str, BloomFilterSet]:
+    """Bloom filters of ``columns`` for the files ``file_idx`` (a file without one: None)."""
+    wanted = sorted(set(columns))
+    pieces = []
+    for rel in live:
+        pf = _open(root, rel)
+        groups = _row_groups_holding(pf, wanted)
+        if groups:
+            t = _read(root, rel, BLOOM_SCHEMA, groups, ["column", "file_idx", "bloom", "type"])
+            pieces.append(
+                t.filter(pc.and_(pc.is_in(t["column"], pa.array(wanted)), pc.equal(t["type"], BLOOM_TYPE)))
+            )
+    out: dict[str, BloomFilterSet] = {}
+    if not pieces:
+        return out
+    rows = pa.concat_tables(pieces)
+    n = len(file_idx)
+    for name in wanted:
+        mine = rows.filter(pc.equal(rows["column"], name))
+        if not len(mine):
+            continue
+        pos = np.minimum(np.searchsorted(file_idx, mine["file_idx"].to_numpy()), max(n - 1, 0))
+        ok = file_idx[pos] == mine["file_idx"].to_numpy()
+        positions = np.full(n, -1, dtype=np.int64)
+        positions[pos[ok]] = np.flatnonzero(ok)
+        serialized = _scatter(mine["bloom"], positions)
+        try:
+            out[name] = BloomFilterSet.from_arrow(serialized)
+        except ValueError as exc:
+            raise IndexCorruptError(str(root / "bloom_filters"), f"bad bloom filter ({exc})") from None
+    return out
+
+
+def _row_groups_holding(pf: pq.ParquetFile, wanted: list[str]) -> list[int]:
+    """Row groups whose ``column`` range may hold one of ``wanted`` (by footer statistics)."""
+    md = pf.metadata
+    col_index = pf.schema_arrow.get_field_index("column")
+    groups = []
+    for r in range(md.num_row_groups):
+        st = md.row_group(r).column(col_index).statistics
+        if st is None or not st.has_min_max:
+            groups.append(r)
+            continue
+        lo, hi = st.min, st.max
+        if any(lo <= w <= hi for w in wanted):
+            groups.append(r)
+    return groups
+
+
+def _scatter(values: pa.ChunkedArray | pa.Array, positions: np.ndarray) -> pa.Array:
+    """An array with ``values[positions[i]]`` at i, null where positions[i] is -1."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    take = np.where(positions < 0, len(values), positions)
+    padded = pa.concat_arrays([values, pa.nulls(1, values.type)])
+    return padded.take(pa.array(take))

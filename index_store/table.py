@@ -1,0 +1,488 @@
+"""``IndexedTable``: a table plus its metadata index, the public API of ``index_store``.
+
+Writers (``build``, ``update``, ``sync``, ``compact``) prepare their parquet files, then race for
+the next timeline version; the loser re-reads the index and retries, or raises
+``CommitConflictError`` when the other commit touched the same data files. Readers (``prune``,
+``stats``) use the newest complete version and load only the columns a predicate uses; a data file
+the index does not know is always kept, and one deleted behind its back is never returned.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+
+from hudi_expr import BindError, Expression, FileStats, explain, might_match
+from hudi_expr.explain import Explanation
+from hudi_expr.inclusive import prepare
+from hudi_expr.stats import leaf_columns
+from index_store import tables as _tables
+from index_store.builder import BuiltFiles, compute_stats
+from index_store.errors import CommitConflictError, IndexCorruptError
+from index_store.partitions import (
+    read_blooms,
+    read_column_stats,
+    read_files,
+    write_blooms,
+    write_column_stats,
+    write_files,
+)
+from index_store.tables.base import DataFile, TableReader
+from index_store.timeline import PARTITIONS, Commit, Snapshot, Timeline
+
+__all__ = ["IndexedTable", "PruneResult", "open_table"]
+
+MAX_RETRIES = 50
+
+
+def open_table(
+    path: str | os.PathLike[str], index_path: str | os.PathLike[str] | None = None
+) -> IndexedTable:
+    """A plain parquet directory or Hudi copy-on-write table, with its index at ``index_path``
+    (default ``<table>/.hoodie/.index``, for tables one may write to)."""
+    reader = _tables.open_reader(str(path))
+    root = Path(index_path) if index_path is not None else Path(reader.root) / ".hoodie" / ".index"
+    return IndexedTable(reader, root)
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    """Files that may hold matching rows, out of ``total``; ``explain()`` says why."""
+
+    files: list[str]  # absolute paths, index order, then files the index does not know
+    total: int
+    explanation: Explanation | None
+    unknown_files: list[str] = field(default_factory=list)  # on disk, not in the index: kept
+    note: str = ""
+
+    @property
+    def kept(self) -> int:
+        return len(self.files)
+
+    def explain(self) -> str:
+        lines = [str(self.explanation)] if self.explanation is not None else []
+        if self.unknown_files:
+            lines.append(f"  {len(self.unknown_files)} files not in the index kept (run sync to index them)")
+        if self.note:
+            lines.append(f"  {self.note}")
+        lines.append(f"kept {self.kept} of {self.total} files")
+        return "\n".join(lines)
+
+
+class _Loaded:
+    """What a reader keeps of one index version: its files and the column stats loaded so far."""
+
+    def __init__(self, root: Path, snap: Snapshot) -> None:
+        self.snap = snap
+        self.files = read_files(root, snap.live["files"])
+        self.file_idx = self.files["file_idx"].to_numpy()
+        self.paths = self.files["path"].combine_chunks()
+        self.columns: dict[str, Any] = {}
+        self.blooms: dict[str, Any] = {}
+
+
+class IndexedTable:
+    """A table (``TableReader``) and its metadata index rooted at ``index_root``."""
+
+    def __init__(self, reader: TableReader, index_root: Path) -> None:
+        self.reader = reader
+        self.index_root = Path(index_root)
+        self.timeline = Timeline(self.index_root)
+        self._loaded: _Loaded | None = None
+
+    def __repr__(self) -> str:
+        return f"IndexedTable({self.reader.root!r}, index={str(self.index_root)!r})"
+
+    @property
+    def root(self) -> str:
+        return self.reader.root
+
+    # ------------------------------------------------------------------------------- reading
+
+    def snapshot(self) -> Snapshot:
+        return self.timeline.snapshot()
+
+    def _load(self) -> _Loaded:
+        snap = self.snapshot()
+        if self._loaded is None or self._loaded.snap.version != snap.version:
+            self._loaded = _Loaded(self.index_root, snap)
+        return self._loaded
+
+    def stats(self, columns: Iterable[str] | None = None, with_blooms: bool = True) -> FileStats:
+        """Index statistics of the live files (all columns unless ``columns`` is given)."""
+        loaded = self._load()
+        schema = loaded.snap.schema
+        names = list(leaf_columns(schema)) if columns is None else list(dict.fromkeys(columns))
+        missing = [c for c in names if c not in loaded.columns]
+        if missing:
+            loaded.columns.update(
+                read_column_stats(
+                    self.index_root, loaded.snap.live["column_stats"], schema, missing, loaded.file_idx
+                )
+            )
+        bloom_columns = (
+            [c for c in names if c in loaded.snap.info.get("bloom_columns", [])] if with_blooms else []
+        )
+        missing_blooms = [c for c in bloom_columns if c not in loaded.blooms]
+        if missing_blooms:
+            loaded.blooms.update(
+                read_blooms(
+                    self.index_root, loaded.snap.live["bloom_filters"], missing_blooms, loaded.file_idx
+                )
+            )
+        stats = FileStats(
+            loaded.paths,
+            loaded.files["row_count"].combine_chunks(),
+            {c: loaded.columns[c] for c in names if c in loaded.columns},
+            schema,
+        )
+        for c in bloom_columns:
+            if c in loaded.blooms:
+                stats = stats.with_bloom(c, loaded.blooms[c])
+        return stats
+
+    def prune(
+        self,
+        expr: Expression,
+        *,
+        verify_files: bool = True,
+        on_corrupt: Literal["raise", "keep_all"] = "raise",
+    ) -> PruneResult:
+        """Files that may hold a row where ``expr`` is TRUE.
+
+        ``verify_files`` lists the table too: files deleted behind the index's back are dropped,
+        files it does not know are kept. ``on_corrupt="keep_all"`` keeps every file instead of
+        raising ``IndexCorruptError`` when the index cannot be read.
+        """
+        try:
+            loaded = self._load()
+            if not len(loaded.snap.schema):
+                raise BindError("the table has no index yet: run build first")
+            bound = prepare(expr, FileStats([], [], {}, loaded.snap.schema))
+            stats = self.stats(bound.references())
+            mask = might_match(bound, stats)
+            explanation = explain(bound, stats)
+            kept = stats.files.filter(mask).to_pylist()
+        except IndexCorruptError as exc:
+            if on_corrupt != "keep_all":
+                raise
+            listing = [os.path.join(self.root, f.path) for f in self.reader.list_files()]
+            return PruneResult(listing, len(listing), None, note=f"index unreadable, kept every file: {exc}")
+        if not verify_files:
+            return PruneResult([self._abs(p) for p in kept], len(loaded.paths), explanation)
+        on_disk = [f.path for f in self.reader.list_files()]
+        disk = set(on_disk)
+        indexed = set(loaded.paths.to_pylist())
+        unknown = [p for p in on_disk if p not in indexed]
+        files = [self._abs(p) for p in kept if p in disk] + [self._abs(p) for p in unknown]
+        return PruneResult(files, len(on_disk), explanation, [self._abs(p) for p in unknown])
+
+    def _abs(self, rel: str) -> str:
+        return os.path.join(self.root, rel)
+
+    # ------------------------------------------------------------------------------- writing
+
+    def build(
+        self, bloom_columns: Sequence[str] | None = None, fpp: float = 0.01, progress: bool | None = None
+    ) -> int:
+        """Index every live data file from scratch (a checkpoint commit); returns its version."""
+        files = self.reader.list_files()
+        if bloom_columns is None:
+            key = self.reader.record_key_field()
+            bloom_columns = [key] if key else []
+        built = compute_stats(
+            self.root,
+            files,
+            self.reader.partition_schema(),
+            bloom_columns=bloom_columns,
+            fpp=fpp,
+            progress=progress,
+        )
+        info = self._info(bloom_columns, fpp)
+
+        def prepare_commit(snap: Snapshot) -> Commit:
+            added = self._write_batch(built, np.arange(len(files), dtype=np.int64), snap.version + 1)
+            return Commit(
+                version=snap.version + 1,
+                operation="build",
+                added=added,
+                schema=built.stats.schema,
+                checkpoint=True,
+                next_file_idx=len(files),
+                table_instant=self.reader.latest_instant(),
+                info=info,
+            )
+
+        return self._commit(prepare_commit)
+
+    def update(
+        self,
+        added: Iterable[str | DataFile] = (),
+        removed: Iterable[str] = (),
+        progress: bool | None = None,
+    ) -> int:
+        """One index commit for one data commit: ``added`` files indexed, ``removed`` forgotten.
+
+        Paths are relative to the table root (or absolute under it). Raises
+        ``CommitConflictError`` if a concurrent commit added or removed the same files.
+        """
+        snap = self.snapshot()
+        if not snap.version:
+            raise CommitConflictError("the table has no index yet: run build before update")
+        add_files = self._describe(added)
+        remove_paths = [self._rel(p) for p in removed]
+        bloom_columns = list(snap.info.get("bloom_columns", []))
+        data_schema = pa.schema(
+            [f for f in snap.schema if f.name not in self.reader.partition_schema().names]
+        )
+        built = compute_stats(
+            self.root,
+            add_files,
+            self.reader.partition_schema(),
+            data_schema=_unify(data_schema, add_files, self.root),
+            bloom_columns=bloom_columns,
+            fpp=float(snap.info.get("fpp", 0.01)),
+            progress=progress,
+        )
+        first = [True]
+
+        def prepare_commit(s: Snapshot) -> Commit:
+            live = read_files(self.index_root, s.live["files"])
+            live_paths = dict(zip(live["path"].to_pylist(), live["file_idx"].to_pylist(), strict=True))
+            if not first[0]:
+                # Lost a race: fine unless the winner touched the same data files.
+                clash = [p for p in remove_paths if p not in live_paths]
+                clash += [f.path for f in add_files if f.path in live_paths and f.path not in remove_paths]
+                if clash:
+                    raise CommitConflictError(
+                        f"a concurrent index commit changed the same data files ({clash[:3]}...): re-run sync"
+                    )
+            else:
+                unknown = [p for p in remove_paths if p not in live_paths]
+                if unknown:
+                    raise CommitConflictError(f"cannot remove files the index does not hold: {unknown[:3]}")
+            first[0] = False
+            version = s.version + 1
+            idx = np.arange(s.next_file_idx, s.next_file_idx + len(add_files), dtype=np.int64)
+            # Re-added paths replace their old entry: tombstone it like a removed one.
+            gone = remove_paths + [
+                f.path for f in add_files if f.path in live_paths and f.path not in remove_paths
+            ]
+            written = self._write_batch(built, idx, version, tombstones=[(p, live_paths[p]) for p in gone])
+            return Commit(
+                version=version,
+                operation="update",
+                added=written,
+                schema=_merge_schemas(s.schema, built.stats.schema),
+                next_file_idx=s.next_file_idx + len(add_files),
+                table_instant=self.reader.latest_instant(),
+                info=s.info,
+            )
+
+        return self._commit(prepare_commit)
+
+    def sync(self, progress: bool | None = None) -> int | None:
+        """Catch up with files added, removed or rewritten on disk; None if nothing changed."""
+        if not self.snapshot().version:
+            return self.build(progress=progress)
+        loaded = self._load()
+        indexed = dict(zip(loaded.paths.to_pylist(), loaded.files["size"].to_pylist(), strict=True))
+        listing = self.reader.list_files()
+        on_disk = {f.path: f for f in listing}
+        added = [f for f in listing if f.path not in indexed or indexed[f.path] != f.size]
+        removed = [p for p in indexed if p not in on_disk]
+        if not added and not removed:
+            return None
+        return self.update(added=added, removed=removed, progress=progress)
+
+    def compact(self) -> int:
+        """Rewrite the live index into one file per partition (a checkpoint); returns its version."""
+
+        def prepare_commit(snap: Snapshot) -> Commit:
+            loaded = _Loaded(self.index_root, snap)
+            stats = self._stats_of(loaded)
+            partitions = loaded.files["partition"].combine_chunks()
+            version = snap.version + 1
+            rows = loaded.files.set_column(
+                loaded.files.schema.get_field_index("version"),
+                "version",
+                pa.array(np.full(len(loaded.files), version)),
+            )
+            added = {
+                "files": [write_files(self.index_root, rows)],
+                "column_stats": [
+                    write_column_stats(
+                        self.index_root,
+                        loaded.file_idx,
+                        partitions,
+                        stats,
+                        snap.info.get("exact_columns", []),
+                    )
+                ],
+            }
+            bloom_columns = list(snap.info.get("bloom_columns", []))
+            blooms = read_blooms(self.index_root, snap.live["bloom_filters"], bloom_columns, loaded.file_idx)
+            added["bloom_filters"] = [
+                write_blooms(
+                    self.index_root,
+                    loaded.file_idx,
+                    partitions,
+                    stats.files,
+                    {c: [b[i] for i in range(len(b))] for c, b in blooms.items()},
+                )
+            ]
+            return Commit(
+                version=version,
+                operation="compact",
+                added=added,
+                removed={p: list(snap.live[p]) for p in PARTITIONS},
+                schema=snap.schema,
+                checkpoint=True,
+                next_file_idx=snap.next_file_idx,
+                table_instant=snap.table_instant,
+                info=snap.info,
+            )
+
+        return self._commit(prepare_commit)
+
+    def clean(self, retention_seconds: float = 3600.0) -> list[str]:
+        """Delete index files no version since the latest checkpoint uses, and timeline entries
+        before it, once older than ``retention_seconds``; returns what was deleted."""
+        snap = self.snapshot()
+        keep: set[str] = set()
+        for v in self.timeline.versions():
+            if v >= snap.checkpoint_version:
+                for files in self.timeline.read(v).added.values():
+                    keep.update(files)
+        cutoff = time.time() - retention_seconds
+        deleted = []
+        for partition in PARTITIONS:
+            folder = self.index_root / partition
+            if not folder.is_dir():
+                continue
+            for name in os.listdir(folder):
+                rel = f"{partition}/{name}"
+                path = folder / name
+                if rel not in keep and path.stat().st_mtime <= cutoff:
+                    path.unlink(missing_ok=True)
+                    deleted.append(rel)
+        for v in self.timeline.versions():
+            path = self.timeline.path(v)
+            if v < snap.checkpoint_version and path.stat().st_mtime <= cutoff:
+                path.unlink(missing_ok=True)
+                deleted.append(f"timeline/{path.name}")
+        if self.timeline.dir.is_dir():
+            for name in os.listdir(self.timeline.dir):
+                path = self.timeline.dir / name
+                if name.startswith(".tmp-") and path.stat().st_mtime <= cutoff:
+                    path.unlink(missing_ok=True)
+                    deleted.append(f"timeline/{name}")
+        return deleted
+
+    # ----------------------------------------------------------------------------- internals
+
+    def _commit(self, prepare_commit: Any) -> int:
+        for attempt in range(MAX_RETRIES):
+            snap = self.snapshot()
+            commit = prepare_commit(snap)
+            if self.timeline.create(commit):
+                return commit.version
+            # Another writer took this version: our files are orphans; drop them and retry after
+            # a random pause, so that writers racing in step fall out of step.
+            for files in commit.added.values():
+                for rel in files:
+                    (self.index_root / rel).unlink(missing_ok=True)
+            time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
+        raise CommitConflictError(f"gave up after {MAX_RETRIES} attempts: the index keeps changing under us")
+
+    def _write_batch(
+        self,
+        built: BuiltFiles,
+        file_idx: np.ndarray,
+        version: int,
+        tombstones: Sequence[tuple[str, int]] = (),
+    ) -> dict[str, list[str]]:
+        files = built.files
+        partitions = pa.array([f.partition for f in files], pa.string())
+        rows = pa.table(
+            {
+                "file_idx": pa.array(np.concatenate([file_idx, [i for _, i in tombstones]]).astype(np.int64)),
+                "path": pa.array([f.path for f in files] + [p for p, _ in tombstones], pa.string()),
+                "partition": pa.array([f.partition for f in files] + [None] * len(tombstones), pa.string()),
+                "size": pa.array([f.size for f in files] + [None] * len(tombstones), pa.int64()),
+                "row_count": pa.concat_arrays([built.stats.row_count, pa.nulls(len(tombstones), pa.int64())]),
+                "instant": pa.array([f.instant for f in files] + [None] * len(tombstones), pa.string()),
+                "deleted": pa.array([False] * len(files) + [True] * len(tombstones)),
+                "version": pa.array(np.full(len(files) + len(tombstones), version, dtype=np.int64)),
+            }
+        )
+        added = {"files": [write_files(self.index_root, rows)]}
+        if len(files):
+            added["column_stats"] = [
+                write_column_stats(self.index_root, file_idx, partitions, built.stats, built.exact_columns)
+            ]
+            if built.blooms:
+                added["bloom_filters"] = [
+                    write_blooms(self.index_root, file_idx, partitions, built.stats.files, built.blooms)
+                ]
+        return added
+
+    def _stats_of(self, loaded: _Loaded) -> FileStats:
+        names = list(leaf_columns(loaded.snap.schema))
+        columns = read_column_stats(
+            self.index_root, loaded.snap.live["column_stats"], loaded.snap.schema, names, loaded.file_idx
+        )
+        return FileStats(
+            loaded.paths, loaded.files["row_count"].combine_chunks(), columns, loaded.snap.schema
+        )
+
+    def _info(self, bloom_columns: Sequence[str], fpp: float) -> dict[str, Any]:
+        return {
+            "table_kind": self.reader.kind,
+            "record_key": self.reader.record_key_field(),
+            "bloom_columns": list(bloom_columns),
+            "fpp": fpp,
+            "exact_columns": list(self.reader.partition_schema().names),
+        }
+
+    def _rel(self, path: str) -> str:
+        if os.path.isabs(path):
+            rel = os.path.relpath(path, self.root)
+            if rel.startswith(".."):
+                raise ValueError(f"{path} is not under the table root {self.root}")
+            return rel.replace(os.sep, "/")
+        return path.replace(os.sep, "/")
+
+    def _describe(self, added: Iterable[str | DataFile]) -> list[DataFile]:
+        items = list(added)
+        wanted = {self._rel(a) for a in items if not isinstance(a, DataFile)}
+        described = [a for a in items if isinstance(a, DataFile)]
+        if wanted:
+            listing = {f.path: f for f in self.reader.list_files()}
+            missing = sorted(wanted - listing.keys())
+            if missing:
+                raise FileNotFoundError(f"not live data files of {self.root}: {missing[:3]}")
+            described += [listing[p] for p in sorted(wanted)]
+        return described
+
+
+def _unify(schema: pa.Schema, files: Sequence[DataFile], root: str) -> pa.Schema:
+    """The index schema widened by columns the new files bring (schema evolution)."""
+    import pyarrow.parquet as pq
+
+    if not files:
+        return schema
+    schemas = [schema] + [pq.read_schema(os.path.join(root, f.path)) for f in files]
+    return pa.unify_schemas(schemas, promote_options="permissive")
+
+
+def _merge_schemas(old: pa.Schema, new: pa.Schema) -> pa.Schema:
+    return pa.unify_schemas([old, new], promote_options="permissive") if len(old) else new

@@ -1,0 +1,57 @@
+"""Table readers: what data files a table has right now (plain parquet directory or Hudi COW)."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+
+from index_store.errors import TableFormatError, UnsupportedTableError
+from index_store.tables.base import DataFile, TableReader
+from index_store.tables.hudi import HudiCowTable
+from index_store.tables.plain import PlainParquetTable, require_directory
+
+__all__ = ["DataFile", "HudiCowTable", "PlainParquetTable", "TableReader", "open_reader"]
+
+
+def _is_iceberg(root: str) -> bool:
+    metadata = os.path.join(root, "metadata")
+    if not os.path.isdir(metadata):
+        return False
+    with os.scandir(metadata) as entries:
+        return any(e.name.endswith(".metadata.json") for e in entries)
+
+
+def open_reader(
+    path: str | os.PathLike[str],
+    *,
+    partition_schema: pa.Schema | None = None,
+    record_key_field: str | None = None,
+) -> TableReader:
+    """The reader for the table at ``path``: Hudi when it has ``.hoodie/hoodie.properties``, else a
+    plain parquet directory.
+
+    Raises ``FileNotFoundError`` / ``NotADirectoryError`` for a bad path, ``TableFormatError`` for a
+    ``.hoodie`` folder without properties, and ``UnsupportedTableError`` for merge-on-read Hudi
+    tables and for Delta Lake / Iceberg tables (whose folders hold files their logs have removed, so
+    reading them as plain directories would return wrong results). ``partition_schema`` applies to
+    plain directories only; ``record_key_field`` overrides the record-key column of either kind.
+    """
+    root = require_directory(path)
+    hoodie = os.path.join(root, ".hoodie")
+    # A .hoodie folder holding nothing but this library's index (.hoodie/.index) is not Hudi's.
+    if os.path.isdir(hoodie) and set(os.listdir(hoodie)) - {".index"}:
+        names = ("hoodie.properties", "hoodie.properties.backup")
+        if not any(os.path.isfile(os.path.join(hoodie, name)) for name in names):
+            raise TableFormatError(f"{root} has a .hoodie folder but no .hoodie/hoodie.properties")
+        if partition_schema is not None:
+            raise ValueError(
+                "partition_schema applies to plain parquet directories; a Hudi table's partition "
+                "columns come from its hoodie.properties"
+            )
+        return HudiCowTable(root, record_key_field=record_key_field)
+    if os.path.isdir(os.path.join(root, "_delta_log")):
+        raise UnsupportedTableError(f"{root} is a Delta Lake table (it has _delta_log): not supported")
+    if _is_iceberg(root):
+        raise UnsupportedTableError(f"{root} is an Iceberg table (metadata/*.metadata.json): not supported")
+    return PlainParquetTable(root, partition_schema=partition_schema, record_key_field=record_key_field)

@@ -1,0 +1,150 @@
+"""A plain directory of parquet files, flat or hive-partitioned (``k=v/...``, any depth).
+
+Every ``*.parquet`` file under the root is live (there is no log saying otherwise), except what
+Spark, Hive and DuckDB users expect to be left out: hidden entries (``.hoodie``, ``.DS_Store``,
+``.spark-staging``), underscore entries that are not partitions (``_SUCCESS``, ``_delta_log``,
+``_temporary``, ``__MACOSX``), and empty files (a write still in progress holds no rows).
+Partition values are typed as DuckDB's ``hive_partitioning`` types them (see ``hive``), or as
+declared by ``partition_schema``. The listing uses ``os.scandir`` only: nothing is opened.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from index_store.errors import TableFormatError
+from index_store.tables import hive
+from index_store.tables.base import DataFile
+
+__all__ = ["PlainParquetTable", "is_hidden", "require_directory"]
+
+
+def is_hidden(name: str) -> bool:
+    """Spark's rule for paths a table does not contain: ``.x``, and ``_x`` unless it is ``_k=v``."""
+    return name.startswith(".") or (name.startswith("_") and "=" not in name)
+
+
+def require_directory(path: str | os.PathLike[str]) -> str:
+    """The absolute path of an existing directory, or a ``FileNotFoundError`` that says which."""
+    root = os.path.abspath(os.fspath(path))
+    if not os.path.exists(root):
+        raise FileNotFoundError(errno.ENOENT, "table path does not exist", root)
+    if not os.path.isdir(root):
+        raise NotADirectoryError(errno.ENOTDIR, "table path is not a directory", root)
+    return root
+
+
+def _walk_parquet(root: str, rel: str = "") -> Iterator[tuple[str, str, int]]:
+    """``(relative dir, file name, size)`` of every visible, non-empty ``*.parquet`` file."""
+    with os.scandir(os.path.join(root, rel) if rel else root) as entries:
+        for entry in entries:
+            if is_hidden(entry.name):
+                continue
+            if entry.is_dir():
+                yield from _walk_parquet(root, f"{rel}/{entry.name}" if rel else entry.name)
+            elif entry.name.endswith(".parquet") and entry.is_file():
+                size = entry.stat().st_size
+                if size > 0:
+                    yield rel, entry.name, size
+
+
+class PlainParquetTable:
+    """The live files of a plain parquet directory (``TableReader``).
+
+    ``partition_schema`` declares the type of some or all hive partition columns (the others are
+    inferred as DuckDB does); every declared column must appear in the folder names.
+    ``record_key_field`` names the column holding record keys, if the data has one.
+    """
+
+    kind = "parquet"
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        partition_schema: pa.Schema | None = None,
+        record_key_field: str | None = None,
+    ) -> None:
+        self.root = require_directory(root)
+        self._declared = partition_schema if partition_schema is not None else pa.schema([])
+        self._record_key_field = record_key_field
+
+    def __repr__(self) -> str:
+        return f"PlainParquetTable({self.root!r})"
+
+    def list_files(self) -> list[DataFile]:
+        """Every live parquet file, sorted by path, with its typed partition values."""
+        return self._scan()[0]
+
+    def partition_schema(self) -> pa.Schema:
+        """The hive partition columns and their types (their folder values win over any same-named
+        column inside the files, as in DuckDB and Spark); empty for a flat directory."""
+        return self._scan()[1]
+
+    def latest_instant(self) -> str | None:
+        """Always None: a plain directory has no commit log."""
+        return None
+
+    def record_key_field(self) -> str | None:
+        """The record-key column given to the constructor, if any."""
+        return self._record_key_field
+
+    def _scan(self) -> tuple[list[DataFile], pa.Schema]:
+        found = sorted(_walk_parquet(self.root), key=lambda f: (f[0], f[1]))
+        dirs = {rel: hive.hive_segments(rel) for rel in dict.fromkeys(rel for rel, _, _ in found)}
+        schema = self._schema_of(dirs)
+        values = {rel: self._values_of(pairs, schema) for rel, pairs in dirs.items()}
+        files = [
+            DataFile(
+                path=f"{rel}/{name}" if rel else name,
+                size=size,
+                partition=rel,
+                partition_values=dict(values[rel]),
+            )
+            for rel, name, size in found
+        ]
+        return files, schema
+
+    def _schema_of(self, dirs: dict[str, list[tuple[str, str]]]) -> pa.Schema:
+        """Check that every folder has the same partition keys, then type each column."""
+        if not dirs:
+            return self._declared
+        first_dir, first_pairs = next(iter(dirs.items()))
+        keys = [key for key, _ in first_pairs]
+        for rel, pairs in dirs.items():
+            these = [key for key, _ in pairs]
+            if len(set(these)) != len(these):
+                raise TableFormatError(f"folder {rel!r} of {self.root} repeats a partition key")
+            if set(these) != set(keys):
+                raise TableFormatError(
+                    f"hive partition mismatch in {self.root}: folder {first_dir or '.'!r} has keys "
+                    f"{keys} but {rel or '.'!r} has {these}"
+                )
+        missing = [name for name in self._declared.names if name not in keys]
+        if missing:
+            raise ValueError(
+                f"partition_schema declares {missing}, which are not partition folders (k=v) of "
+                f"{self.root}; its partition keys are {keys}"
+            )
+        fields = []
+        for key in keys:
+            if key in self._declared.names:
+                fields.append(self._declared.field(key))
+            else:
+                raws = (raw for pairs in dirs.values() for k, raw in pairs if k == key)
+                fields.append(pa.field(key, hive.infer_column_type(raws)))
+        return pa.schema(fields)
+
+    def _values_of(self, pairs: list[tuple[str, str]], schema: pa.Schema) -> dict[str, object]:
+        values: dict[str, object] = {}
+        for key, raw in pairs:
+            arrow_type = schema.field(key).type
+            if key in self._declared.names:
+                values[key] = hive.cast_declared(key, raw, arrow_type)
+            else:
+                values[key] = hive.typed_value(key, raw, arrow_type)
+        return values
