@@ -54,6 +54,8 @@ def compute_stats(
     workers: int | None = None,
 ) -> BuiltFiles:
     """Stats for ``files`` under ``root``; ``data_schema`` defaults to the union of their schemas."""
+    if not files:
+        return BuiltFiles(files, FileStats([], [], {}, data_schema or pa.schema([])), {}, ())
     workers = workers or min(8, (os.cpu_count() or 2) * 2)
     show = sys.stderr.isatty() if progress is None else progress
     paths = [os.path.join(root, f.path) for f in files]

@@ -240,15 +240,12 @@ class IndexedTable:
         add_files = self._describe(added)
         remove_paths = [self._rel(p) for p in removed]
         bloom_columns = list(snap.info.get("bloom_columns", []))
-        data_schema = pa.schema(
-            [f for f in snap.schema if f.name not in self.reader.partition_schema().names]
-        )
+        # The new files' own schema; columns they lack stay unknown for them (never pruned on).
         built = compute_stats(
             self.root,
             add_files,
             self.reader.partition_schema(),
-            data_schema=_unify(data_schema, add_files, self.root),
-            bloom_columns=bloom_columns,
+            bloom_columns=[c for c in bloom_columns if c not in self.reader.partition_schema().names],
             fpp=float(snap.info.get("fpp", 0.01)),
             progress=progress,
         )
@@ -472,16 +469,6 @@ class IndexedTable:
                 raise FileNotFoundError(f"not live data files of {self.root}: {missing[:3]}")
             described += [listing[p] for p in sorted(wanted)]
         return described
-
-
-def _unify(schema: pa.Schema, files: Sequence[DataFile], root: str) -> pa.Schema:
-    """The index schema widened by columns the new files bring (schema evolution)."""
-    import pyarrow.parquet as pq
-
-    if not files:
-        return schema
-    schemas = [schema] + [pq.read_schema(os.path.join(root, f.path)) for f in files]
-    return pa.unify_schemas(schemas, promote_options="permissive")
 
 
 def _merge_schemas(old: pa.Schema, new: pa.Schema) -> pa.Schema:
