@@ -211,41 +211,20 @@ class HudiCowTable:
     # --- the snapshot ---------------------------------------------------------------------------
 
     def _snapshot(self) -> _Snapshot:
-        timeline = self.timeline()
-        replaced = timeline.replaced_file_groups()
-        rolled_back = timeline.rolled_back()
-        earliest = timeline.earliest
-        newest: dict[tuple[str, str], tuple[str, str, int]] = {}  # group -> (instant, name, size)
-        for partition, entries in _walk_partitions(self.root):
-            for entry in entries:
-                parsed = parse_base_file_name(entry.name)
-                if parsed is None:
-                    continue
-                file_id, _, instant = parsed
-                if instant in rolled_back or (partition, file_id) in replaced:
-                    continue
-                # committed: completed on the active timeline, or older than all of it (archived)
-                if instant not in timeline.completed and (earliest is None or instant >= earliest):
-                    continue
-                group = (partition, file_id)
-                current = newest.get(group)
-                if current is not None and current[0] == instant:
-                    name = self._pick_duplicate(timeline, partition, instant, current[1], entry.name)
-                    if name != current[1]:
-                        newest[group] = (instant, name, entry.stat().st_size)
-                elif current is None or current[0] < instant:
-                    newest[group] = (instant, entry.name, entry.stat().st_size)
+        """The live files, their partition values, and the newest file's footer schema."""
+        newest = self._newest_committed_slices(self.timeline())
         file_schema = None
         if newest:  # the newest file has the latest schema (columns may have been added)
             partition, file_id = max(newest, key=lambda group: newest[group][0])
             name = newest[(partition, file_id)][1]
             file_schema = self._footer_schema(f"{partition}/{name}" if partition else name)
         types = self._value_types(file_schema)
+        required = set(self._folder_only_columns(file_schema))
         values: dict[str, dict[str, Any]] = {}
         files = []
         for (partition, file_id), (instant, name, size) in newest.items():
             if partition not in values:
-                values[partition] = self._partition_values(partition, types)
+                values[partition] = self._partition_values(partition, types, required)
             files.append(
                 DataFile(
                     path=f"{partition}/{name}" if partition else name,
@@ -258,6 +237,34 @@ class HudiCowTable:
             )
         files.sort(key=lambda f: f.path)
         return _Snapshot(files, file_schema)
+
+    def _newest_committed_slices(self, timeline: Timeline) -> dict[tuple[str, str], tuple[str, str, int]]:
+        """(partition, file id) -> (instant, file name, size) of each live file group's newest base
+        file of a committed instant."""
+        replaced = timeline.replaced_file_groups()
+        rolled_back = timeline.rolled_back()
+        earliest = timeline.earliest
+        newest: dict[tuple[str, str], tuple[str, str, int]] = {}
+        for partition, entries in _walk_partitions(self.root):
+            for entry in entries:
+                parsed = parse_base_file_name(entry.name)
+                if parsed is None:
+                    continue
+                file_id, _, instant = parsed
+                group = (partition, file_id)
+                if instant in rolled_back or group in replaced:
+                    continue
+                # committed: completed on the active timeline, or older than all of it (archived)
+                if instant not in timeline.completed and (earliest is None or instant >= earliest):
+                    continue
+                current = newest.get(group)
+                if current is not None and current[0] == instant:
+                    name = self._pick_duplicate(timeline, partition, instant, current[1], entry.name)
+                    if name != current[1]:
+                        newest[group] = (instant, name, entry.stat().st_size)
+                elif current is None or current[0] < instant:
+                    newest[group] = (instant, entry.name, entry.stat().st_size)
+        return newest
 
     def _pick_duplicate(self, timeline: Timeline, partition: str, instant: str, a: str, b: str) -> str:
         """Two base files of one file slice (a retried task left one behind): keep the one the
@@ -306,30 +313,43 @@ class HudiCowTable:
             types[field.name] = _avro_to_arrow(avro_fields.get(field.name)) or pa.string()
         return types
 
-    def _partition_values(self, partition: str, types: dict[str, pa.DataType]) -> dict[str, Any]:
-        """Typed values of a partition path. A value is left out when the folder does not hold the
-        column's value (timestamp key generators format it), or cannot be converted to its type."""
+    def _folder_only_columns(self, file_schema: pa.Schema | None) -> list[str]:
+        """Partition columns the base files do not store but whose folders hold their values."""
+        if file_schema is not None:
+            stored = set(file_schema.names)
+        elif self._flag("hoodie.datasource.write.drop.partition.columns", False):
+            stored = set()
+        else:  # an empty table without dropped columns: they will be stored
+            stored = {f.name for f in self._partition_fields()}
+        return [f.name for f in self._partition_fields() if f.from_path and f.name not in stored]
+
+    def _partition_values(
+        self, partition: str, types: dict[str, pa.DataType], required: set[str]
+    ) -> dict[str, Any]:
+        """Typed values of a partition path. A column the files store is left out when its folder
+        does not hold its value (timestamp key generators format it) or the value does not convert;
+        a ``required`` one (in ``partition_schema()``, known only from folders) raises instead, since
+        a missing value would read as NULL."""
         fields = self._partition_fields()
         segments = partition.split("/") if partition else []
-        if not fields or len(segments) != len(fields):
-            return {}
         hive_style = self._flag("hoodie.datasource.write.hive_style_partitioning", False)
         encoded = self._flag("hoodie.datasource.write.partitionpath.urlencode", False)
         values: dict[str, Any] = {}
-        for field, segment in zip(fields, segments, strict=True):
-            if hive_style:
-                key, sep, text = segment.partition("=")
-                if not sep or key != field.name:
+        if fields and len(segments) == len(fields):
+            for field, segment in zip(fields, segments, strict=True):
+                key, sep, text = segment.partition("=") if hive_style else (field.name, "=", segment)
+                if not sep or key != field.name or not field.from_path:
                     continue
-            else:
-                text = segment
-            if not field.from_path:
-                continue
-            if encoded:
-                text = unquote(text)
-            converted = _convert(text, types[field.name])
-            if converted is not _UNKNOWN:
-                values[field.name] = converted
+                converted = _convert(unquote(text) if encoded else text, types[field.name])
+                if converted is not _UNKNOWN:
+                    values[field.name] = converted
+        missing = sorted(required - set(values))
+        if missing:
+            raise TableFormatError(
+                f"Hudi table {self.root}: partition folder {partition!r} has no valid "
+                f"{types[missing[0]]} value for {missing[0]!r}, a partition column the base files do "
+                f"not store (partition fields {self.partition_fields})"
+            )
         return values
 
     # --- TableReader ----------------------------------------------------------------------------
@@ -340,16 +360,12 @@ class HudiCowTable:
 
     def partition_schema(self) -> pa.Schema:
         """Partition columns the base files do not store (``drop.partition.columns``), typed from the
-        table schema; empty when every partition column is in the files (the usual case)."""
-        snapshot = self._snapshot()
-        types = self._value_types(snapshot.file_schema)
-        if snapshot.file_schema is not None:
-            stored = set(snapshot.file_schema.names)
-        elif self._flag("hoodie.datasource.write.drop.partition.columns", False):
-            stored = set()
-        else:
-            stored = set(types)
-        return pa.schema([pa.field(name, t) for name, t in types.items() if name not in stored])
+        table schema, whose values every listed file carries in ``partition_values``; empty when the
+        files store every partition column (the usual case). A dropped column whose folders hold a
+        formatted value (timestamp key generators) is in neither: a filter on it cannot be used."""
+        schema = self._snapshot().file_schema
+        types = self._value_types(schema)
+        return pa.schema([pa.field(name, types[name]) for name in self._folder_only_columns(schema)])
 
     def latest_instant(self) -> str | None:
         """The greatest requested time of a completed instant on the active timeline."""
