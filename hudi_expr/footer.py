@@ -70,10 +70,48 @@ def stats_from_footers(
 
 
 def unified_schema(files: Sequence[pq.ParquetFile]) -> pa.Schema:
-    """The union of the files' arrow schemas (types widened where files disagree)."""
+    """The union of the files' arrow schemas, types widened where files disagree.
+
+    A field whose types cannot be widened into one (int64 in some files, string in others) takes
+    the type of the last file that has it; files of another type family get unknown bounds for it.
+    """
     if not files:
         return pa.schema([])
-    return pa.unify_schemas([f.schema_arrow for f in files], promote_options="permissive")
+    schemas = [f.schema_arrow for f in files]
+    try:
+        return pa.unify_schemas(schemas, promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        pass
+    fields: dict[str, pa.Field] = {}
+    for schema in schemas:
+        for field in schema:
+            known = fields.get(field.name)
+            if known is None:
+                fields[field.name] = field
+                continue
+            try:
+                merged = pa.unify_schemas(
+                    [pa.schema([known]), pa.schema([field])], promote_options="permissive"
+                )
+                fields[field.name] = merged.field(0)
+            except (pa.ArrowTypeError, pa.ArrowInvalid):
+                fields[field.name] = field.with_nullable(True)
+    return pa.schema(list(fields.values()))
+
+
+def _same_family(src: pa.DataType, dst: pa.DataType) -> bool:
+    """Whether file bounds of type ``src`` mean the same order as type ``dst`` (a widening)."""
+    families = (
+        pa.types.is_integer,
+        pa.types.is_floating,
+        pa.types.is_decimal,
+        pa.types.is_timestamp,
+        pa.types.is_date,
+        pa.types.is_boolean,
+        lambda t: pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t),
+        lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t),
+    )
+    return any(f(src) and f(dst) for f in families)
 
 
 def _merge_row_groups(md: pq.FileMetaData, j: int, t: pa.DataType) -> tuple[Any, Any, int | None]:
@@ -126,11 +164,14 @@ def _assemble(values: list[Any], types: list[pa.DataType | None], target: pa.Dat
     positions = np.full(len(values), -1, dtype=np.int64)
     offset = 0
     for t, idx in groups.items():
+        if not _same_family(t, target):
+            continue  # int64 bounds say nothing about string order: those files stay unknown
         arr = pa.array([values[i] for i in idx], type=_storage_type(t))
         try:
-            pieces.append(arr.cast(t).cast(target, safe=False))
+            # A safe cast only: a bound rounded the wrong way (ns to us, toward zero) could prune.
+            pieces.append(arr.cast(t).cast(target))
         except pa.ArrowException:
-            continue  # a type change the target cannot express: those files stay unknown
+            continue  # a change the target cannot hold exactly: those files stay unknown
         positions[idx] = np.arange(offset, offset + len(idx))
         offset += len(idx)
     positions[positions < 0] = offset  # the trailing null

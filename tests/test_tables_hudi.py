@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import zipfile
 from pathlib import Path
 
 import duckdb
@@ -22,13 +21,13 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import DATA
 
 from index_store.errors import TableFormatError, UnsupportedTableError
 from index_store.tables import HudiCowTable, PlainParquetTable, open_reader
 from index_store.tables.hudi import parse_base_file_name
 from index_store.tables.hudi_timeline import parse_instant_name, parse_properties, read_properties
 
-DATA = Path(__file__).parent / "data" / "hudi"
 COW_TABLES = sorted(p.stem for p in DATA.glob("v*.zip"))
 MOR_TABLES = sorted(p.stem for p in DATA.glob("mor_*.zip"))
 
@@ -65,30 +64,6 @@ EXPECTED: dict[str, tuple[int, int, list]] = {
     "v9_txns_simple_overwrite": (3, 8, ["TXN-101", "TXN-102", "TXN-103"]),
 }
 INSERT_DUPLICATES = {"v9_timebasedkeygen_epochmillis", "v9_timebasedkeygen_nonhivestyle"}
-
-
-@pytest.fixture(scope="session")
-def hudi_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every zip of tests/data/hudi extracted once; name -> table root (the folder with .hoodie)."""
-    base = tmp_path_factory.mktemp("hudi")
-    roots = {}
-    for archive in sorted(DATA.glob("*.zip")):
-        target = base / archive.stem
-        with zipfile.ZipFile(archive) as zf:
-            zf.extractall(target)
-        (root,) = [p for p in target.iterdir() if p.is_dir() and p.name != "__MACOSX"]
-        roots[archive.stem] = root
-    return roots
-
-
-@pytest.fixture
-def copy_table(hudi_tables: dict[str, Path], tmp_path: Path):
-    """A writable copy of a real table, for tests that alter it."""
-
-    def copy(name: str) -> Path:
-        return Path(shutil.copytree(hudi_tables[name], tmp_path / name))
-
-    return copy
 
 
 # --- an oracle built from the raw files ----------------------------------------------------------
