@@ -8,10 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-DATA = Path(__file__).parent / "data" / "hudi"
-COW_TABLES = sorted(p.stem for p in DATA.glob("v*.zip"))
-MOR_TABLES = sorted(p.stem for p in DATA.glob("mor_*.zip"))
+from hudi_data import DATA
 
 
 @pytest.fixture(scope="session")

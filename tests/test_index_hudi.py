@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pytest
-from conftest import COW_TABLES, MOR_TABLES
+from hudi_data import COW_TABLES, MOR_TABLES
 
 from hudi_expr import Expression, col
 from hudi_expr.stats import leaf_columns

@@ -21,7 +21,7 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import DATA
+from hudi_data import DATA
 
 from index_store.errors import TableFormatError, UnsupportedTableError
 from index_store.tables import HudiCowTable, PlainParquetTable, open_reader
