@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -15,7 +16,7 @@ from hudi_expr.stats import ColumnStats, leaf_columns
 if TYPE_CHECKING:
     from hudi_expr.stats import FileStats
 
-__all__ = ["read_footer_stats", "stats_from_footers", "unified_schema"]
+__all__ = ["read_footer_stats", "stats_from_footers", "unified_schema", "unify_schemas"]
 
 # Parquet min/max of these physical/logical types have no reliable order or no stats at all.
 _UNORDERED_PHYSICAL = {"INT96"}
@@ -26,12 +27,18 @@ def read_footer_stats(cls: type[FileStats], paths: list[str], schema: pa.Schema 
 
 
 def stats_from_footers(
-    cls: type[FileStats], paths: Sequence[str], files: Sequence[pq.ParquetFile], schema: pa.Schema | None
+    cls: type[FileStats],
+    paths: Sequence[str],
+    files: Sequence[pq.ParquetFile],
+    schema: pa.Schema | None,
+    arrow_schemas: Sequence[pa.Schema] | None = None,
 ) -> FileStats:
     """Stats from already opened files (``paths`` names them in the result); ``schema`` defaults
-    to the union of the files' schemas."""
+    to the union of the files' schemas (``arrow_schemas``, if the caller has them already)."""
+    if arrow_schemas is None:
+        arrow_schemas = [f.schema_arrow for f in files]  # computed anew on each access
     if schema is None:
-        schema = unified_schema(files)
+        schema = unify_schemas(arrow_schemas)
     targets = leaf_columns(schema)
     n = len(files)
     # Per column: values per file and the arrow type they are expressed in (the file's own type).
@@ -40,22 +47,18 @@ def stats_from_footers(
     nulls: dict[str, list[int | None]] = {c: [None] * n for c in targets}
     source_types: dict[str, list[pa.DataType | None]] = {c: [None] * n for c in targets}
     row_counts: list[int] = []
+    layouts: list[tuple[pa.Schema, list[_Chunk]]] = []
     for i, f in enumerate(files):
         md = f.metadata
         row_counts.append(md.num_rows)
-        file_leaves = leaf_columns(f.schema_arrow)
-        # Raw statistics are in the parquet storage type (seconds are stored as milliseconds).
-        stored = leaf_columns(md.schema.to_arrow_schema())
-        # Columns the file lacks (written before the column existed) stay unknown.
-        for j in range(md.num_columns):
-            path = md.schema.column(j).path
-            if path not in targets or path not in file_leaves or path not in stored:
-                continue
-            lo, hi, nc = _merge_row_groups(md, j, stored[path])
-            mins[path][i], maxs[path][i], nulls[path][i] = lo, hi, nc
-            source_types[path][i] = stored[path]
-        for path in targets:
-            if path not in file_leaves and md.num_rows == 0:
+        layout = _find_layout(layouts, arrow_schemas[i], md, targets)
+        for chunk, (lo, hi, nc) in zip(layout, _merge_row_groups(md, layout), strict=True):
+            mins[chunk.path][i], maxs[chunk.path][i], nulls[chunk.path][i] = lo, hi, nc
+            source_types[chunk.path][i] = chunk.stored
+        if md.num_rows == 0:
+            # Columns the file lacks (written before the column existed) stay unknown, unless
+            # there is no row at all.
+            for path in targets.keys() - {c.path for c in layout}:
                 nulls[path][i] = 0
     columns = {
         c: ColumnStats(
@@ -69,15 +72,74 @@ def stats_from_footers(
     return cls([str(p) for p in paths], row_counts, columns, schema)
 
 
+def _find_layout(
+    layouts: list[tuple[pa.Schema, list[_Chunk]]],
+    schema: pa.Schema,
+    md: pq.FileMetaData,
+    targets: dict[str, pa.DataType],
+) -> list[_Chunk]:
+    """The layout of files with ``schema``; tables usually have one or two schemas, newest last."""
+    for known, layout in reversed(layouts):
+        if known.equals(schema):
+            return layout
+    layout = _layout(md, schema, targets)
+    layouts.append((schema, layout))
+    return layout
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """One leaf column of a file layout: its parquet index, path, storage type and value reader."""
+
+    index: int
+    path: str
+    stored: pa.DataType
+    bounds: Callable[[Any], tuple[Any, Any]]
+
+
+def _layout(md: pq.FileMetaData, arrow_schema: pa.Schema, targets: dict[str, pa.DataType]) -> list[_Chunk]:
+    """The wanted leaf columns of files with this schema (computed once per distinct schema)."""
+    file_leaves = leaf_columns(arrow_schema)
+    # Raw statistics are in the parquet storage type (seconds are stored as milliseconds).
+    stored = leaf_columns(md.schema.to_arrow_schema())
+    out = []
+    for j in range(md.num_columns):
+        path = md.schema.column(j).path
+        if path in targets and path in file_leaves and path in stored:
+            out.append(_Chunk(j, path, stored[path], _bounds_reader(stored[path])))
+    return out
+
+
+def _bounds_reader(t: pa.DataType) -> Callable[[Any], tuple[Any, Any]]:
+    # Timestamps and dates as raw integers (nanoseconds do not fit a datetime); float16 as bytes.
+    if pa.types.is_timestamp(t) or pa.types.is_date32(t):
+        return lambda st: (st.min_raw, st.max_raw)
+    if pa.types.is_float16(t):
+        return lambda st: (
+            np.frombuffer(st.min_raw, dtype=np.float16)[0],
+            np.frombuffer(st.max_raw, dtype=np.float16)[0],
+        )
+    return lambda st: (st.min, st.max)
+
+
 def unified_schema(files: Sequence[pq.ParquetFile]) -> pa.Schema:
-    """The union of the files' arrow schemas, types widened where files disagree.
+    """The union of the files' arrow schemas, types widened where files disagree."""
+    return unify_schemas([f.schema_arrow for f in files])
+
+
+def unify_schemas(schemas: Sequence[pa.Schema]) -> pa.Schema:
+    """The union of arrow schemas, types widened where they disagree.
 
     A field whose types cannot be widened into one (int64 in some files, string in others) takes
-    the type of the last file that has it; files of another type family get unknown bounds for it.
+    the type of the last schema that has it; files of another type family get unknown bounds for it.
     """
-    if not files:
+    if not schemas:
         return pa.schema([])
-    schemas = [f.schema_arrow for f in files]
+    distinct: list[pa.Schema] = []
+    for schema in schemas:  # most tables have one schema: unify the distinct ones only
+        if not any(schema.equals(d) for d in distinct[-4:]):
+            distinct.append(schema)
+    schemas = distinct
     try:
         return pa.unify_schemas(schemas, promote_options="permissive")
     except (pa.ArrowTypeError, pa.ArrowInvalid):
@@ -114,40 +176,42 @@ def _same_family(src: pa.DataType, dst: pa.DataType) -> bool:
     return any(f(src) and f(dst) for f in families)
 
 
-def _merge_row_groups(md: pq.FileMetaData, j: int, t: pa.DataType) -> tuple[Any, Any, int | None]:
-    """Min over row groups' mins, max over maxes, summed null counts; None where any is unknown."""
-    lo: Any = None
-    hi: Any = None
-    null_count: int | None = 0
-    bounds_known = True
+def _merge_row_groups(md: pq.FileMetaData, layout: list[_Chunk]) -> list[tuple[Any, Any, int | None]]:
+    """Per column: min over row groups' mins, max over maxes, summed null counts (None: unknown)."""
+    k = len(layout)
+    lo: list[Any] = [None] * k
+    hi: list[Any] = [None] * k
+    nulls: list[int | None] = [0] * k
+    known = [True] * k  # bounds known
+    stats_missing = [False] * k
     for r in range(md.num_row_groups):
-        chunk = md.row_group(r).column(j)
-        st = chunk.statistics
-        if st is None:
-            return None, None, None
-        if null_count is not None:
-            null_count = null_count + st.null_count if st.has_null_count else None
-        rows_with_values = chunk.num_values - (st.null_count if st.has_null_count else 0)
-        if not st.has_min_max or chunk.physical_type in _UNORDERED_PHYSICAL:
-            # A row group of only nulls has no bounds and needs none; otherwise bounds are unknown.
-            if not (st.has_null_count and rows_with_values == 0):
-                bounds_known = False
-            continue
-        a, b = _value(st, "min", t), _value(st, "max", t)
-        lo = a if lo is None or a < lo else lo
-        hi = b if hi is None or b > hi else hi
-    if not bounds_known:
-        return None, None, null_count
-    return lo, hi, null_count
-
-
-def _value(st: Any, which: str, t: pa.DataType) -> Any:
-    # Timestamps and dates as raw integers (nanoseconds do not fit a datetime); float16 as bytes.
-    if pa.types.is_timestamp(t) or pa.types.is_date32(t):
-        return getattr(st, f"{which}_raw")
-    if pa.types.is_float16(t):
-        return np.frombuffer(getattr(st, f"{which}_raw"), dtype=np.float16)[0]
-    return getattr(st, which)
+        group = md.row_group(r)
+        for c, chunk_layout in enumerate(layout):
+            chunk = group.column(chunk_layout.index)
+            st = chunk.statistics
+            if st is None:
+                stats_missing[c] = True
+                continue
+            has_nulls = st.has_null_count
+            count = nulls[c]
+            if count is not None:
+                nulls[c] = count + st.null_count if has_nulls else None
+            if not st.has_min_max or chunk.physical_type in _UNORDERED_PHYSICAL:
+                # A row group of only nulls has no bounds and needs none; otherwise they're unknown.
+                if not (has_nulls and chunk.num_values == st.null_count):
+                    known[c] = False
+                continue
+            a, b = chunk_layout.bounds(st)
+            if lo[c] is None or a < lo[c]:
+                lo[c] = a
+            if hi[c] is None or b > hi[c]:
+                hi[c] = b
+    return [
+        (None, None, None)
+        if stats_missing[c]
+        else ((lo[c], hi[c], nulls[c]) if known[c] else (None, None, nulls[c]))
+        for c in range(k)
+    ]
 
 
 def _assemble(values: list[Any], types: list[pa.DataType | None], target: pa.DataType) -> pa.Array:

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from hudi_expr import BloomFilter, ColumnStats, FileStats
-from hudi_expr.footer import stats_from_footers, unified_schema
+from hudi_expr.footer import stats_from_footers, unify_schemas
 from hudi_expr.stats import leaf_columns
 from index_store.errors import TableFormatError
 from index_store.tables.base import DataFile
@@ -60,10 +60,11 @@ def compute_stats(
     show = sys.stderr.isatty() if progress is None else progress
     paths = [os.path.join(root, f.path) for f in files]
     footers = _parallel(_open_parquet, paths, workers, show, "reading footers")
+    arrow_schemas = [f.schema_arrow for f in footers]
     if data_schema is None:
-        data_schema = unified_schema(footers)
+        data_schema = unify_schemas(arrow_schemas)
     data_schema = pa.schema([f for f in data_schema if f.name not in partition_schema.names])
-    stats = stats_from_footers(FileStats, [f.path for f in files], footers, data_schema)
+    stats = stats_from_footers(FileStats, [f.path for f in files], footers, data_schema, arrow_schemas)
 
     leaves = leaf_columns(data_schema)
     float_columns = [c for c, t in leaves.items() if pa.types.is_floating(t)]

@@ -71,19 +71,29 @@ BLOOM_SCHEMA = pa.schema(
 )
 
 BLOOM_TYPE = "hudi_expr.bloom.v1"
-_MIN_ROW_GROUP, _MAX_ROW_GROUP = 1_024, 262_144
+_MAX_ROW_GROUP = 262_144
 
 
 # ------------------------------------------------------------------------------------- writing
 
 
-def _write(root: Path, partition: str, table: pa.Table, row_group_size: int | None = None) -> str:
-    """Write one new parquet file of ``partition`` durably; returns its path relative to ``root``."""
+def _write(
+    root: Path, partition: str, blocks: Sequence[pa.Table], schema: pa.Schema, max_rows: int = _MAX_ROW_GROUP
+) -> str:
+    """Write one new parquet file of ``partition`` durably; returns its path relative to ``root``.
+
+    Each block starts its own row groups (of at most ``max_rows``), so a row group never mixes
+    two blocks: one column's stats can be read without touching another's.
+    """
     rel = f"{partition}/{uuid.uuid4().hex}.parquet"
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
+    dictionary = [c for c in ("column", "partition", "type") if c in schema.names]
     with open(path, "wb") as f:
-        pq.write_table(table, f, row_group_size=row_group_size, compression="zstd")
+        with pq.ParquetWriter(f, schema, compression="zstd", use_dictionary=dictionary) as writer:
+            for block in blocks:
+                for start in range(0, max(len(block), 1), max_rows):
+                    writer.write_table(block.slice(start, max_rows), row_group_size=max_rows)
         f.flush()
         os.fsync(f.fileno())
     return rel
@@ -91,7 +101,7 @@ def _write(root: Path, partition: str, table: pa.Table, row_group_size: int | No
 
 def write_files(root: Path, rows: pa.Table) -> str:
     """Rows of the ``files`` partition (schema ``FILES_SCHEMA``)."""
-    return _write(root, "files", rows.select(FILES_SCHEMA.names).cast(FILES_SCHEMA))
+    return _write(root, "files", [rows.select(FILES_SCHEMA.names).cast(FILES_SCHEMA)], FILES_SCHEMA)
 
 
 def write_column_stats(
@@ -110,7 +120,7 @@ def write_column_stats(
             continue
         columns: dict[str, pa.Array] = {
             "key": index_keys(name, parts),
-            "column": pa.array(np.full(n, name, dtype=object), pa.string()),
+            "column": pa.repeat(pa.scalar(name, pa.string()), n),
             "file_idx": idx,
         }
         for s, st in SLOT_TYPES.items():
@@ -121,8 +131,7 @@ def write_column_stats(
         columns["value_count"] = pc.subtract(stats.row_count, cs.null_count)
         columns["exact"] = pa.array(np.full(n, name in exact))
         blocks.append(pa.table(columns, schema=COLUMN_STATS_SCHEMA))
-    table = pa.concat_tables(blocks) if blocks else COLUMN_STATS_SCHEMA.empty_table()
-    return _write(root, "column_stats", table, row_group_size=int(np.clip(n, _MIN_ROW_GROUP, _MAX_ROW_GROUP)))
+    return _write(root, "column_stats", blocks, COLUMN_STATS_SCHEMA)
 
 
 def write_blooms(
@@ -151,8 +160,7 @@ def write_blooms(
                 schema=BLOOM_SCHEMA,
             )
         )
-    table = pa.concat_tables(blocks) if blocks else BLOOM_SCHEMA.empty_table()
-    return _write(root, "bloom_filters", table)
+    return _write(root, "bloom_filters", blocks, BLOOM_SCHEMA)
 
 
 # ------------------------------------------------------------------------------------- reading
@@ -188,12 +196,24 @@ def _read(
         raise IndexCorruptError(str(path), f"unreadable parquet ({exc})") from None
 
 
-def read_files(root: Path, live: Sequence[str]) -> pa.Table:
-    """The live data files: newest row per ``file_idx``, tombstones dropped, sorted by file_idx."""
-    tables = [_read(root, rel, FILES_SCHEMA) for rel in live]
+LOAD_COLUMNS = ("file_idx", "path", "row_count", "deleted", "version")
+
+
+def read_files(root: Path, live: Sequence[str], columns: Sequence[str] = FILES_SCHEMA.names) -> pa.Table:
+    """The live data files: newest row per ``file_idx``, tombstones dropped, sorted by file_idx.
+
+    ``columns`` narrows what is read (``LOAD_COLUMNS`` is what pruning needs).
+    """
+    wanted = list(dict.fromkeys([*LOAD_COLUMNS, *columns]))
+    schema = pa.schema([FILES_SCHEMA.field(c) for c in wanted])
+    tables = [_read(root, rel, FILES_SCHEMA, columns=wanted) for rel in live]
     if not tables:
-        return FILES_SCHEMA.empty_table()
-    rows = pa.concat_tables([t.select(FILES_SCHEMA.names).cast(FILES_SCHEMA) for t in tables])
+        return schema.empty_table()
+    rows = pa.concat_tables([t.select(wanted).cast(schema) for t in tables])
+    idx = rows["file_idx"].to_numpy()
+    # A build or compaction writes each file once, in file_idx order: nothing to resolve then.
+    if bool(np.all(idx[1:] > idx[:-1])) and not pc.any(rows["deleted"]).as_py():
+        return rows
     # Newest version first within each file_idx, then keep the first row of each.
     order = pc.sort_indices(rows, sort_keys=[("file_idx", "ascending"), ("version", "descending")])
     rows = rows.take(order)
@@ -213,32 +233,20 @@ def read_column_stats(
     if not wanted:
         return {}
     slots = sorted({slot_of(leaves[c]) for c in wanted})
-    read_cols = ["column", "file_idx", "null_count", "nan_count"]
+    read_cols = ["file_idx", "null_count", "nan_count"]
     read_cols += [f"{end}_{s}" for s in slots for end in ("min", "max")]
-    pieces = []
+    per_column: dict[str, list[pa.Table]] = {c: [] for c in wanted}
     for rel in live:
-        pf = _open(root, rel)
-        groups = _row_groups_holding(pf, wanted)
-        if groups:
-            t = _read(root, rel, COLUMN_STATS_SCHEMA, groups, read_cols)
-            pieces.append(t.filter(pc.is_in(t["column"], pa.array(wanted))))
-    rows = pa.concat_tables(pieces) if pieces else None
+        for name, table in _rows_by_column(root, rel, COLUMN_STATS_SCHEMA, wanted, read_cols):
+            per_column[name].append(table)
     out = {}
-    n = len(file_idx)
     for name in wanted:
+        if not per_column[name]:
+            continue
         t = leaves[name]
         slot = slot_of(t)
-        if rows is None:
-            continue
-        mine = rows.filter(pc.equal(rows["column"], name))
-        if not len(mine):
-            continue
-        # Place each row at its file's position; rows of files no longer live fall away.
-        pos = np.searchsorted(file_idx, mine["file_idx"].to_numpy())
-        pos = np.minimum(pos, max(n - 1, 0))
-        ok = (file_idx[pos] == mine["file_idx"].to_numpy()) if n else np.zeros(len(mine), dtype=bool)
-        positions = np.full(n, -1, dtype=np.int64)
-        positions[pos[ok]] = np.flatnonzero(ok)
+        mine = pa.concat_tables(per_column[name])
+        positions = _positions(file_idx, mine["file_idx"].to_numpy())
         out[name] = ColumnStats(
             min=decode(_scatter(mine[f"min_{slot}"], positions), t),
             max=decode(_scatter(mine[f"max_{slot}"], positions), t),
@@ -248,34 +256,68 @@ def read_column_stats(
     return out
 
 
+def _rows_by_column(
+    root: Path, rel: str, expected: pa.Schema, wanted: list[str], read_cols: list[str]
+) -> list[tuple[str, pa.Table]]:
+    """The rows of each wanted column in one partition file, reading only their row groups.
+
+    A row group holding a single column (its footer min = max = the name) is read without the
+    ``column`` strings; one that mixes columns is read with them and filtered.
+    """
+    pf = _open(root, rel)
+    md = pf.metadata
+    col_index = pf.schema_arrow.get_field_index("column")
+    single: dict[str, list[int]] = {c: [] for c in wanted}
+    mixed: list[int] = []
+    for r in range(md.num_row_groups):
+        st = md.row_group(r).column(col_index).statistics
+        if st is None or not st.has_min_max:
+            mixed.append(r)
+        elif st.min == st.max:
+            if st.min in single:
+                single[st.min].append(r)
+        elif any(st.min <= w <= st.max for w in wanted):
+            mixed.append(r)
+    out = [(name, _read(root, rel, expected, groups, read_cols)) for name, groups in single.items() if groups]
+    if mixed:
+        rows = _read(root, rel, expected, mixed, ["column", *read_cols])
+        for name in wanted:
+            picked = rows.filter(pc.equal(rows["column"], name))
+            if len(picked):
+                out.append((name, picked.drop_columns(["column"])))
+    return out
+
+
+def _positions(file_idx: np.ndarray, rows_idx: np.ndarray) -> np.ndarray | None:
+    """Where each file's row is among ``rows_idx`` (-1: none); None when they line up already."""
+    if len(rows_idx) == len(file_idx) and np.array_equal(rows_idx, file_idx):
+        return None
+    n = len(file_idx)
+    positions = np.full(n, -1, dtype=np.int64)
+    if not n or not len(rows_idx):
+        return positions
+    # Rows of files no longer live fall away; the newest row of a file_idx is the last written.
+    pos = np.minimum(np.searchsorted(file_idx, rows_idx), n - 1)
+    ok = file_idx[pos] == rows_idx
+    positions[pos[ok]] = np.flatnonzero(ok)
+    return positions
+
+
 def read_blooms(
     root: Path, live: Sequence[str], columns: Iterable[str], file_idx: np.ndarray
 ) -> dict[str, BloomFilterSet]:
     """Bloom filters of ``columns`` for the files ``file_idx`` (a file without one: None)."""
     wanted = sorted(set(columns))
-    pieces = []
+    per_column: dict[str, list[pa.Table]] = {c: [] for c in wanted}
     for rel in live:
-        pf = _open(root, rel)
-        groups = _row_groups_holding(pf, wanted)
-        if groups:
-            t = _read(root, rel, BLOOM_SCHEMA, groups, ["column", "file_idx", "bloom", "type"])
-            pieces.append(
-                t.filter(pc.and_(pc.is_in(t["column"], pa.array(wanted)), pc.equal(t["type"], BLOOM_TYPE)))
-            )
+        for name, table in _rows_by_column(root, rel, BLOOM_SCHEMA, wanted, ["file_idx", "bloom", "type"]):
+            per_column[name].append(table.filter(pc.equal(table["type"], BLOOM_TYPE)))
     out: dict[str, BloomFilterSet] = {}
-    if not pieces:
-        return out
-    rows = pa.concat_tables(pieces)
-    n = len(file_idx)
     for name in wanted:
-        mine = rows.filter(pc.equal(rows["column"], name))
-        if not len(mine):
+        if not per_column[name]:
             continue
-        pos = np.minimum(np.searchsorted(file_idx, mine["file_idx"].to_numpy()), max(n - 1, 0))
-        ok = file_idx[pos] == mine["file_idx"].to_numpy()
-        positions = np.full(n, -1, dtype=np.int64)
-        positions[pos[ok]] = np.flatnonzero(ok)
-        serialized = _scatter(mine["bloom"], positions)
+        mine = pa.concat_tables(per_column[name])
+        serialized = _scatter(mine["bloom"], _positions(file_idx, mine["file_idx"].to_numpy()))
         try:
             out[name] = BloomFilterSet.from_arrow(serialized)
         except ValueError as exc:
@@ -299,10 +341,12 @@ def _row_groups_holding(pf: pq.ParquetFile, wanted: list[str]) -> list[int]:
     return groups
 
 
-def _scatter(values: pa.ChunkedArray | pa.Array, positions: np.ndarray) -> pa.Array:
-    """An array with ``values[positions[i]]`` at i, null where positions[i] is -1."""
+def _scatter(values: pa.ChunkedArray | pa.Array, positions: np.ndarray | None) -> pa.Array:
+    """An array with ``values[positions[i]]`` at i, null where positions[i] is -1 (None: as is)."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
+    if positions is None:
+        return values
     take = np.where(positions < 0, len(values), positions)
     padded = pa.concat_arrays([values, pa.nulls(1, values.type)])
     return padded.take(pa.array(take))

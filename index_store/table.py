@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +28,8 @@ from index_store import tables as _tables
 from index_store.builder import BuiltFiles, compute_stats
 from index_store.errors import CommitConflictError, IndexCorruptError
 from index_store.partitions import (
+    FILES_SCHEMA,
+    LOAD_COLUMNS,
     read_blooms,
     read_column_stats,
     read_files,
@@ -59,16 +61,28 @@ class PruneResult:
 
     files: list[str]  # absolute paths, index order, then files the index does not know
     total: int
-    explanation: Explanation | None
     unknown_files: list[str] = field(default_factory=list)  # on disk, not in the index: kept
     note: str = ""
+    # Explaining re-evaluates each conjunct, so it is done only when someone asks.
+    _explain: Callable[[], Explanation] | None = field(default=None, repr=False, compare=False)
+    _cache: dict[str, Explanation] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def kept(self) -> int:
         return len(self.files)
 
+    @property
+    def explanation(self) -> Explanation | None:
+        """Per conjunct of the predicate, the files it removed (None if the index was not used)."""
+        if self._explain is None:
+            return None
+        if "x" not in self._cache:
+            self._cache["x"] = self._explain()
+        return self._cache["x"]
+
     def explain(self) -> str:
-        lines = [str(self.explanation)] if self.explanation is not None else []
+        explanation = self.explanation
+        lines = [str(explanation)] if explanation is not None else []
         if self.unknown_files:
             lines.append(f"  {len(self.unknown_files)} files not in the index kept (run sync to index them)")
         if self.note:
@@ -80,9 +94,9 @@ class PruneResult:
 class _Loaded:
     """What a reader keeps of one index version: its files and the column stats loaded so far."""
 
-    def __init__(self, root: Path, snap: Snapshot) -> None:
+    def __init__(self, root: Path, snap: Snapshot, columns: Sequence[str] = LOAD_COLUMNS) -> None:
         self.snap = snap
-        self.files = read_files(root, snap.live["files"])
+        self.files = read_files(root, snap.live["files"], columns)
         self.file_idx = self.files["file_idx"].to_numpy()
         self.paths = self.files["path"].combine_chunks()
         self.columns: dict[str, Any] = {}
@@ -168,25 +182,29 @@ class IndexedTable:
                 raise BindError("the table has no index yet: run build first")
             bound = prepare(expr, FileStats([], [], {}, loaded.snap.schema))
             stats = self.stats(bound.references())
-            mask = might_match(bound, stats)
-            explanation = explain(bound, stats)
-            kept = stats.files.filter(mask).to_pylist()
+            kept = stats.files.filter(might_match(bound, stats)).to_pylist()
         except IndexCorruptError as exc:
             if on_corrupt != "keep_all":
                 raise
-            listing = [os.path.join(self.root, f.path) for f in self.reader.list_files()]
-            return PruneResult(listing, len(listing), None, note=f"index unreadable, kept every file: {exc}")
+            listing = self._abs_all(f.path for f in self.reader.list_files())
+            return PruneResult(listing, len(listing), note=f"index unreadable, kept every file: {exc}")
+
+        def explanation() -> Explanation:
+            return explain(bound, stats)
+
         if not verify_files:
-            return PruneResult([self._abs(p) for p in kept], len(loaded.paths), explanation)
+            return PruneResult(self._abs_all(kept), len(loaded.paths), _explain=explanation)
         on_disk = [f.path for f in self.reader.list_files()]
         disk = set(on_disk)
         indexed = set(loaded.paths.to_pylist())
-        unknown = [p for p in on_disk if p not in indexed]
-        files = [self._abs(p) for p in kept if p in disk] + [self._abs(p) for p in unknown]
-        return PruneResult(files, len(on_disk), explanation, [self._abs(p) for p in unknown])
+        unknown = self._abs_all(p for p in on_disk if p not in indexed)
+        files = self._abs_all(p for p in kept if p in disk) + unknown
+        return PruneResult(files, len(on_disk), unknown, _explain=explanation)
 
-    def _abs(self, rel: str) -> str:
-        return os.path.join(self.root, rel)
+    def _abs_all(self, rels: Iterable[str]) -> list[str]:
+        # Plain concatenation: os.path.join per file costs more than pruning a million of them.
+        prefix = self.root.rstrip(os.sep) + os.sep
+        return [prefix + rel for rel in rels]
 
     # ------------------------------------------------------------------------------- writing
 
@@ -290,7 +308,7 @@ class IndexedTable:
         """Catch up with files added, removed or rewritten on disk; None if nothing changed."""
         if not self.snapshot().version:
             return self.build(progress=progress)
-        loaded = self._load()
+        loaded = _Loaded(self.index_root, self.snapshot(), ["size"])
         indexed = dict(zip(loaded.paths.to_pylist(), loaded.files["size"].to_pylist(), strict=True))
         listing = self.reader.list_files()
         on_disk = {f.path: f for f in listing}
@@ -304,7 +322,7 @@ class IndexedTable:
         """Rewrite the live index into one file per partition (a checkpoint); returns its version."""
 
         def prepare_commit(snap: Snapshot) -> Commit:
-            loaded = _Loaded(self.index_root, snap)
+            loaded = _Loaded(self.index_root, snap, FILES_SCHEMA.names)
             stats = self._stats_of(loaded)
             partitions = loaded.files["partition"].combine_chunks()
             version = snap.version + 1

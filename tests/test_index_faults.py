@@ -100,7 +100,8 @@ _WRITER = textwrap.dedent(
     print("ready", flush=True)
     for k in range(start, start + 1000):
         name = f"w{k}.parquet"
-        data = pa.table({"id": np.arange(k * 10, k * 10 + 10), "v": np.ones(10)})
+        # ids from 10**6 up: disjoint from the fixture files' ids
+        data = pa.table({"id": np.arange(10**6 + k * 10, 10**6 + k * 10 + 10), "v": np.ones(10)})
         pq.write_table(data, os.path.join(root, name))
         if k % 7 == 3:
             version, op = table.sync(), "sync"
@@ -155,7 +156,7 @@ def test_sigkill_at_random_points_never_loses_a_commit(built: Path, tmp_path: Pa
         # And it answers: every landed file's first id prunes to exactly that file.
         if landed:
             name = landed[-1][1]
-            first = int(name[1:-8]) * 10
+            first = 10**6 + int(name[1:-8]) * 10
             result = table.prune(col("id") == first)
             indexed_hits = [os.path.basename(f) for f in result.files if f not in result.unknown_files]
             assert indexed_hits == [name]  # files written by a killed commit are unknown: kept too
