@@ -112,6 +112,9 @@ def _format_scalar(s: pa.Scalar) -> str:
         if kind == "TIMESTAMP" and t.unit == "ns" and s.value % 1000:
             kind = "TIMESTAMP_NS"  # a TIMESTAMP literal holds microseconds: it would truncate
         return f"{kind} '{text}'"
+    if pa.types.is_date(t):
+        # Arrow's text, not a Python date: a bound date past year 9999 (DATE '10000-01-01') is valid.
+        return f"DATE '{pc.cast(s, pa.string()).as_py()}'"
     if pa.types.is_floating(t):
         return format_literal(float(s.as_py()))
     return format_literal(s.as_py())

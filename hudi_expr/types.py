@@ -186,6 +186,10 @@ def _place(
 
 
 def _to_integer(literal: Any, t: pa.DataType, column: str) -> Coerced:
+    if isinstance(literal, float) and math.isfinite(literal):
+        # As against decimals: the number the repr shows, as in SQL text (and as it prints), so
+        # 2.0**60 is 1152921504606847000 here too, not 1152921504606846976.
+        literal = decimal.Decimal(repr(literal))
     info = np.iinfo(t.to_pandas_dtype())
     value = _exact_number(literal, column, t)
     return _place(value, Fraction(int(info.min)), Fraction(int(info.max)), lambda v: pa.scalar(v, t))
@@ -223,14 +227,31 @@ def _to_float(literal: Any, t: pa.DataType, column: str) -> Coerced:
             return Coerced("between", floor=_float_scalar(top, t), ceil=_float_scalar(inf, t))
         if value < Fraction(float(finfo.min)):
             return Coerced("between", floor=_float_scalar(-inf, t), ceil=_float_scalar(-top, t))
-        as_double = float(value) if isinstance(literal, (int, decimal.Decimal, str)) else float(literal)
-        rounded = dtype(as_double)
+        rounded = _nearest(value, dtype)
     else:
         rounded = dtype(value)
     # -0.0 and 0.0 are equal in SQL; one canonical zero keeps equality checks simple.
     if rounded == 0:
         rounded = dtype(0.0)
     return Coerced("exact", _float_scalar(rounded, t))
+
+
+def _nearest(value: Fraction, dtype: Any) -> np.floating:
+    """The ``dtype`` value nearest ``value``, ties to even: one rounding, as SQL casts a literal.
+
+    ``float()`` rounds to a double first, and rounding that again to float32 can fall on the
+    wrong side of a tie (2**54 + 2**30 + 1 would give 2**54): the neighbours are checked exactly.
+    """
+    guess = dtype(float(value))
+    if dtype is np.float64:
+        return guess
+    with np.errstate(over="ignore"):
+        near = [np.nextafter(guess, dtype(-math.inf)), guess, np.nextafter(guess, dtype(math.inf))]
+    odd = f"u{np.dtype(dtype).itemsize}"
+    return min(
+        (c for c in near if np.isfinite(c)),
+        key=lambda c: (abs(Fraction(float(c)) - value), int(c.view(odd)) & 1),
+    )
 
 
 def _float_scalar(value: np.floating, t: pa.DataType) -> pa.Scalar:
