@@ -17,6 +17,18 @@ from hudi_expr.visitors import PredicateVisitor, visit
 __all__ = ["format_literal", "quote_column", "to_sql"]
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# DuckDB's reserved keywords (duckdb_keywords(), 2.0) and a few more that Spark reserves: a column
+# named like one is quoted. Quoting more than needed is harmless; quoting less is a syntax error.
+_RESERVED = frozenset(
+    """all analyse analyze and any array as asc asymmetric both case cast check collate column
+    constraint create default deferrable desc describe distinct do else end except false fetch for
+    foreign from group having in initially intersect into lambda lateral leading limit not null
+    offset on only or order pivot pivot_longer pivot_wider placing primary qualify references
+    returning select show some summarize symmetric table then to trailing true union unique unpivot
+    using variadic when where window with between cross current_date current_time current_timestamp
+    current_user escape exists full ilike inner interval is join left like natural outer right
+    session_user user""".split()  # noqa: SIM905 - a word list reads better as text
+)
 _OPERATORS = {
     "visit_equal": "=",
     "visit_not_equal": "<>",
@@ -55,7 +67,13 @@ def _join(fragment: Fragment) -> str:
 def quote_column(term: Reference | BoundReference) -> str:
     """Dotted path with each part quoted when it is not a plain identifier."""
     parts = term.path if isinstance(term, BoundReference) else tuple(term.name.split("."))
-    return ".".join(p if _PLAIN_NAME.match(p) else '"' + p.replace('"', '""') + '"' for p in parts)
+    return ".".join(_quote(p) for p in parts)
+
+
+def _quote(part: str) -> str:
+    if _PLAIN_NAME.match(part) and part.lower() not in _RESERVED:
+        return part
+    return '"' + part.replace('"', '""') + '"'
 
 
 def format_literal(value: Any) -> str:
