@@ -87,7 +87,8 @@ class PruneResult:
             lines.append(f"  {len(self.unknown_files)} files not in the index kept (run sync to index them)")
         if self.note:
             lines.append(f"  {self.note}")
-        lines.append(f"kept {self.kept} of {self.total} files")
+        if self.unknown_files or explanation is None or explanation.total != self.total:
+            lines.append(f"kept {self.kept} of {self.total} files")  # the index's count is not all
         return "\n".join(lines)
 
 

@@ -1,9 +1,10 @@
 """Demo on the embedded default (DuckDB): generate a table, index it, run pruned queries.
 
-Writes ~200 parquet files of an orders table clustered by ship date, builds statistics from the
-footers plus bloom filters on ``order_id``, then for a few predicates prints how many files were
-kept, why, how long planning took, and the DuckDB query time over the kept files versus all files
-(the results must be equal, and the script checks that they are).
+Writes ~200 parquet files of an orders table clustered by ship date, builds the table's metadata
+index (``index_store``: footer statistics, NaN counts, bloom filters on ``order_id``), then for a
+few predicates prints how many files were kept, why, how long planning took (``prune``, which also
+lists the table to catch files added or deleted behind the index's back), and the DuckDB query time
+over the kept files versus all files (the results must be equal; the script checks that they are).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudi_expr import BloomFilter, Expression, FileStats, col, explain, might_match
+from hudi_expr import Expression, col
+from index_store import IndexedTable, open_table
 
 ROOT = Path(__file__).resolve().parent.parent
 START = (dt.date(1992, 1, 1) - dt.date(1970, 1, 1)).days
@@ -58,19 +59,11 @@ def generate(out: Path, files: int, rows_per_file: int, seed: int = 7) -> list[s
     return paths
 
 
-def index(paths: list[str]) -> FileStats:
-    """Footer statistics for every file, plus what footers lack, read from just those columns:
-    NaN counts of the float column and a bloom filter per file on the order key."""
-    stats = FileStats.from_parquet(paths)
-    blooms, nan_counts = [], []
-    for path in paths:
-        part = pq.read_table(path, columns=["order_id", "price"])
-        bloom = BloomFilter.for_entries(len(part), 0.01)
-        bloom.add_all(part["order_id"])
-        blooms.append(bloom)
-        nan_counts.append(pc.sum(pc.is_nan(part["price"])).as_py() or 0)
-    stats = stats.with_column("price", nan_count=pa.array(nan_counts, pa.int64()))
-    return stats.with_bloom("order_id", blooms)
+def index(root: Path) -> IndexedTable:
+    """The table's metadata index, built from footers plus NaN counts and order_id bloom filters."""
+    table = open_table(root)
+    table.build(bloom_columns=["order_id"])  # a progress bar on a terminal
+    return table
 
 
 def timed(fn, repeat: int = 3):  # type: ignore[no-untyped-def]
@@ -112,9 +105,12 @@ def main() -> None:
     rows = len(paths) * args.rows_per_file
     print(f"generated {len(paths)} files, {rows:,} rows in {time.perf_counter() - t0:.1f} s")
     t0 = time.perf_counter()
-    stats = index(paths)
-    print(f"indexed: footer stats for {len(stats.schema)} columns + order_id bloom filters in "
-          f"{time.perf_counter() - t0:.2f} s\n")  # fmt: skip
+    table = index(args.out)
+    snap = table.snapshot()
+    print(
+        f"indexed: footer stats of {len(snap.schema)} columns, NaN counts, order_id bloom filters in "
+        f"{time.perf_counter() - t0:.2f} s (index version {snap.version} at {table.index_root})\n"
+    )  # fmt: skip
 
     probe_key = int(pq.read_table(paths[len(paths) // 3], columns=["order_id"])["order_id"][123].as_py())
     queries: list[tuple[str, Expression]] = [
@@ -129,8 +125,8 @@ def main() -> None:
     header = f"{'query':38} {'files kept':>12} {'plan ms':>8} {'pruned ms':>10} {'all files ms':>13}"
     print(f"{header} {'rows':>9}")
     for title, expr in queries:
-        plan_s, mask = timed(lambda expr=expr: might_match(expr, stats))
-        kept = stats.files.filter(mask).to_pylist()
+        plan_s, result = timed(lambda expr=expr: table.prune(expr))
+        kept = result.files
         where = str(expr)
         pruned_s, pruned = timed(lambda kept=kept, where=where: run_query(con, kept, where))
         full_s, full = timed(lambda where=where: run_query(con, paths, where))
@@ -141,7 +137,7 @@ def main() -> None:
 
     for title, expr in (queries[2], queries[-1]):
         print(f"\nwhy, for {title!r}:")
-        print(explain(expr, stats))
+        print(table.prune(expr).explain())
 
 
 if __name__ == "__main__":
