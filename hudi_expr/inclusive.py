@@ -16,19 +16,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_expr.binding import bind
-from hudi_expr.expressions import And, BoundReference, Expression, Not, Or, Predicate
+from hudi_expr.expressions import Expression, Not
 from hudi_expr.sortkeys import common_keys, sort_keys
 from hudi_expr.stats import FileStats
 from hudi_expr.statsview import (
     ColumnView,
+    StatsEvaluator,
     StatsView,
     all_of,
     any_of,
     prefix_bytes,
     prefix_successor,
-    to_mask,
 )
-from hudi_expr.visitors import PredicateVisitor, rewrite_not, visit
+from hudi_expr.visitors import rewrite_not, visit
 
 __all__ = ["InclusiveEvaluator", "might_match", "prepare"]
 
@@ -53,36 +53,11 @@ def might_match(expr: Expression, stats: FileStats) -> pa.BooleanArray:
     return pa.array(mask & ~view.empty, type=pa.bool_())
 
 
-class InclusiveEvaluator(PredicateVisitor[np.ndarray]):
-    """Evaluates a bound NNF expression to a numpy mask: may some row of the file match?"""
+class InclusiveEvaluator(StatsEvaluator):
+    """May some row of the file match? Unknown facts keep the file."""
 
-    def __init__(self, view: StatsView) -> None:
-        self.view = view
-        self.n = view.num_files
-
-    def visit_true(self) -> np.ndarray:
-        return np.ones(self.n, dtype=bool)
-
-    def visit_false(self) -> np.ndarray:
-        return np.zeros(self.n, dtype=bool)
-
-    def visit_not(self, node: Not, child: np.ndarray) -> np.ndarray:
-        raise TypeError("might_match needs NOT pushed to the leaves: call rewrite_not (bind does)")
-
-    def visit_and(self, node: And, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-        return left & right
-
-    def visit_or(self, node: Or, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-        return left | right
-
-    def visit_predicate(self, leaf: Predicate) -> np.ndarray:
-        if not isinstance(leaf.term, BoundReference):
-            raise TypeError(f"might_match needs a bound expression; {leaf} is not bound")
-        self.col = self.view.column(leaf.term)
-        if self.col is None:
-            # No statistics for this column: every file may match. (The one missing-stats rule.)
-            return self.visit_true()
-        return to_mask(super().visit_predicate(leaf), unknown=True)
+    unknown = True
+    purpose = "might_match"
 
     # ------------------------------------------------------------------------------------ nulls
 

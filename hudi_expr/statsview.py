@@ -15,11 +15,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_expr.bloom import BloomFilterSet
-from hudi_expr.expressions import BoundReference
+from hudi_expr.expressions import And, BoundReference, Not, Or, Predicate
 from hudi_expr.stats import ColumnStats, FileStats
 from hudi_expr.types import is_float_type, is_string_like
+from hudi_expr.visitors import PredicateVisitor
 
-__all__ = ["ColumnView", "StatsView", "all_of", "any_of", "prefix_bytes", "prefix_successor", "to_mask"]
+__all__ = [
+    "ColumnView",
+    "StatsEvaluator",
+    "StatsView",
+    "all_of",
+    "any_of",
+    "prefix_bytes",
+    "prefix_successor",
+    "to_mask",
+]
 
 
 def all_of(*facts: pa.Array) -> pa.Array:
@@ -147,6 +157,47 @@ class ColumnView:
     def sortable_bounds(self) -> tuple[np.ndarray, np.ndarray] | None:
         """min and max as monotone numpy keys (see ``sortkeys``), cached with the stats."""
         return self.cs.sort_keys
+
+
+class StatsEvaluator(PredicateVisitor[np.ndarray]):
+    """Evaluates a bound NNF expression over all files to a numpy mask, one rule per leaf kind.
+
+    Subclasses give the rules and ``unknown``: what a file whose facts stay unknown gets (True,
+    "may match", for pruning; False, "not surely", for strict evaluation). A column with no
+    statistics at all gets ``unknown`` for every file: missing stats are handled here only.
+    """
+
+    unknown: bool
+    purpose: str  # for error messages: "might_match", "all_match"
+
+    def __init__(self, view: StatsView) -> None:
+        self.view = view
+        self.n = view.num_files
+        self.col: ColumnView  # the column of the leaf being evaluated
+
+    def visit_true(self) -> np.ndarray:
+        return np.ones(self.n, dtype=bool)
+
+    def visit_false(self) -> np.ndarray:
+        return np.zeros(self.n, dtype=bool)
+
+    def visit_not(self, node: Not, child: np.ndarray) -> np.ndarray:
+        raise TypeError(f"{self.purpose} needs NOT pushed to the leaves: call rewrite_not (bind does)")
+
+    def visit_and(self, node: And, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        return left & right
+
+    def visit_or(self, node: Or, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        return left | right
+
+    def visit_predicate(self, leaf: Predicate) -> np.ndarray:
+        if not isinstance(leaf.term, BoundReference):
+            raise TypeError(f"{self.purpose} needs a bound expression; {leaf} is not bound")
+        col = self.view.column(leaf.term)
+        if col is None:
+            return np.full(self.n, self.unknown, dtype=bool)
+        self.col = col
+        return to_mask(super().visit_predicate(leaf), unknown=self.unknown)
 
 
 def to_mask(fact: pa.Array | pa.ChunkedArray, unknown: bool) -> np.ndarray:

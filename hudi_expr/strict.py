@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_expr.expressions import And, BoundReference, Expression, Not, Or, Predicate
+from hudi_expr.expressions import Expression
 from hudi_expr.inclusive import prepare, some_value_within
 from hudi_expr.stats import FileStats
-from hudi_expr.statsview import StatsView, all_of, any_of, prefix_bytes, prefix_successor, to_mask
-from hudi_expr.visitors import PredicateVisitor, visit
+from hudi_expr.statsview import StatsEvaluator, StatsView, all_of, any_of, prefix_bytes, prefix_successor
+from hudi_expr.visitors import visit
 
 __all__ = ["StrictEvaluator", "all_match"]
 
@@ -30,36 +29,14 @@ def all_match(expr: Expression, stats: FileStats) -> pa.BooleanArray:
     return pa.array(mask | view.empty, type=pa.bool_())
 
 
-class StrictEvaluator(PredicateVisitor[np.ndarray]):
-    """Evaluates a bound NNF expression to a numpy mask: does every row of the file match?"""
+class StrictEvaluator(StatsEvaluator):
+    """Does every row of the file match? Unknown facts mean "not surely".
 
-    def __init__(self, view: StatsView) -> None:
-        self.view = view
-        self.n = view.num_files
+    Sound, not complete: an OR whose rows are split between its two sides is not recognized.
+    """
 
-    def visit_true(self) -> np.ndarray:
-        return np.ones(self.n, dtype=bool)
-
-    def visit_false(self) -> np.ndarray:
-        return np.zeros(self.n, dtype=bool)
-
-    def visit_not(self, node: Not, child: np.ndarray) -> np.ndarray:
-        raise TypeError("all_match needs NOT pushed to the leaves: call rewrite_not (bind does)")
-
-    def visit_and(self, node: And, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-        return left & right
-
-    def visit_or(self, node: Or, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-        # Sound, not complete: rows split between the two sides are not recognized.
-        return left | right
-
-    def visit_predicate(self, leaf: Predicate) -> np.ndarray:
-        if not isinstance(leaf.term, BoundReference):
-            raise TypeError(f"all_match needs a bound expression; {leaf} is not bound")
-        self.col = self.view.column(leaf.term)
-        if self.col is None:
-            return self.visit_false()  # nothing known: no file surely matches
-        return to_mask(super().visit_predicate(leaf), unknown=False)
+    unknown = False
+    purpose = "all_match"
 
     def visit_is_null(self, term: Any) -> pa.Array:
         return self.col.all_null
