@@ -268,24 +268,25 @@ class IndexedTable:
             fpp=float(snap.info.get("fpp", 0.01)),
             progress=progress,
         )
-        first = [True]
+        touched = set(remove_paths) | {f.path for f in add_files}
+        first_seen: dict[str, int] | None = None  # our paths' index entries at the first attempt
 
         def prepare_commit(s: Snapshot) -> Commit:
+            nonlocal first_seen
             live = read_files(self.index_root, s.live["files"])
             live_paths = dict(zip(live["path"].to_pylist(), live["file_idx"].to_pylist(), strict=True))
-            if not first[0]:
-                # Lost a race: fine unless the winner touched the same data files.
-                clash = [p for p in remove_paths if p not in live_paths]
-                clash += [f.path for f in add_files if f.path in live_paths and f.path not in remove_paths]
-                if clash:
-                    raise CommitConflictError(
-                        f"a concurrent index commit changed the same data files ({clash[:3]}...): re-run sync"
-                    )
-            else:
+            mine = {p: live_paths[p] for p in touched if p in live_paths}
+            if first_seen is None:
                 unknown = [p for p in remove_paths if p not in live_paths]
                 if unknown:
                     raise CommitConflictError(f"cannot remove files the index does not hold: {unknown[:3]}")
-            first[0] = False
+                first_seen = mine
+            elif mine != first_seen:
+                # Lost a race to a commit that changed the entry of one of our files.
+                clash = sorted(p for p in touched if mine.get(p) != first_seen.get(p))
+                raise CommitConflictError(
+                    f"a concurrent index commit changed the same data files ({clash[:3]}): re-run sync"
+                )
             version = s.version + 1
             idx = np.arange(s.next_file_idx, s.next_file_idx + len(add_files), dtype=np.int64)
             # Re-added paths replace their old entry: tombstone it like a removed one.

@@ -6,6 +6,7 @@ import datetime as dt
 import decimal
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -16,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_expr import ColumnStats, FileStats, col, might_match
-from index_store import CommitConflictError, open_table
+from index_store import CommitConflictError, IndexedTable, open_table
 from index_store.partitions import _row_groups_holding, read_column_stats, write_column_stats
-from index_store.timeline import Timeline
+from index_store.timeline import Commit, Timeline
 
 
 def _all_types(i: int, n: int = 50) -> pa.Table:
@@ -225,3 +226,36 @@ def test_index_path_outside_the_table(table_dir: Path, tmp_path: Path) -> None:
     assert (elsewhere / "timeline").is_dir()
     assert not (table_dir / ".hoodie").exists()
     assert open_table(table_dir, index_path=elsewhere).prune(col("id") < 1000).kept == 1
+
+
+def _lose_one_race_to(table: IndexedTable, rival: Callable[[], object]) -> None:
+    """Make ``table``'s next commit lose its first race: ``rival`` commits just before it."""
+    create = table.timeline.create
+    fired = []
+
+    def racing_create(commit: Commit) -> bool:
+        if not fired:
+            fired.append(rival())
+        return create(commit)
+
+    table.timeline.create = racing_create  # type: ignore[method-assign]
+
+
+def test_a_lost_race_retries_unless_the_winner_touched_the_same_files(table_dir: Path) -> None:
+    table = open_table(table_dir)
+    table.build(progress=False)
+    pq.write_table(_all_types(60), table_dir / "other.parquet")
+    pq.write_table(_all_types(61, n=70), table_dir / "part-5.parquet")  # rewritten in place
+    # The rival indexes an unrelated file first; re-indexing part-5 still lands, on the next version.
+    rival = open_table(table_dir)
+    _lose_one_race_to(table, lambda: rival.update(added=["other.parquet"]))
+    version = table.update(added=["part-5.parquet"])
+    assert version == 3 and Timeline(table.index_root).versions()[-1] == 3
+    stats = open_table(table_dir).stats(["id"])
+    assert {"other.parquet", "part-5.parquet"} <= set(stats.files.to_pylist())
+    assert stats.files.to_pylist().count("part-5.parquet") == 1
+    # Now the rival removes the very file we are about to remove: a clear conflict, not a retry.
+    os.remove(table_dir / "part-6.parquet")
+    _lose_one_race_to(table, lambda: rival.update(removed=["part-6.parquet"]))
+    with pytest.raises(CommitConflictError, match=r"changed the same data files.*part-6\.parquet"):
+        table.update(removed=["part-6.parquet"])
