@@ -17,20 +17,21 @@ from index_store.table import IndexedTable, open_table
 __all__ = ["main", "parse_where"]
 
 
-def parse_where(text: str) -> Expression:
-    """A predicate given on the command line: SQL (through the DuckDB adapter, when installed)
-    or the JSON form of ``hudi_expr.to_json``."""
+def parse_where(text: str) -> tuple[Expression, tuple[str, ...]]:
+    """A predicate given on the command line, and the parts of it pruning cannot use: SQL
+    (through the DuckDB adapter, when installed) or the JSON form of ``hudi_expr.to_json``."""
     stripped = text.strip()
     if stripped.startswith(("{", "[")) or stripped in ("true", "false"):
-        return from_json(stripped)
+        return from_json(stripped), ()
     try:
-        from adapters.duckdb import parse_predicate  # type: ignore[import-not-found]
+        from adapters.duckdb import translate_sql
     except ImportError:
         raise ValueError(
-            "SQL predicates need the DuckDB adapter; give the JSON form instead, e.g. "
-            '\'{"op": "gt", "column": "a", "value": 5}\''
+            "SQL predicates need the DuckDB adapter (pip install 'hudi-index[duckdb]'); give the JSON "
+            'form instead, e.g. \'{"op": "gt", "column": "a", "value": 5}\''
         ) from None
-    return parse_predicate(stripped)
+    translation = translate_sql(stripped)
+    return translation.expr, translation.not_used
 
 
 def _table(args: argparse.Namespace) -> IndexedTable:
@@ -54,7 +55,7 @@ def _cmd_sync(args: argparse.Namespace) -> int:
 
 
 def _cmd_prune(args: argparse.Namespace) -> int:
-    expr = parse_where(args.where)
+    expr, not_used = parse_where(args.where)
     t0 = time.perf_counter()
     result = _table(args).prune(expr, on_corrupt="keep_all" if args.keep_all_on_corrupt else "raise")
     elapsed = time.perf_counter() - t0
@@ -62,6 +63,8 @@ def _cmd_prune(args: argparse.Namespace) -> int:
         print(json.dumps({"kept": result.kept, "total": result.total, "files": result.files}))
         return 0
     print(result.explain())
+    for part in not_used:
+        print(f"  not used for pruning (kept as TRUE): {part}")
     print(f"planned in {elapsed * 1e3:.1f} ms")
     if args.list:
         for f in result.files:

@@ -108,3 +108,16 @@ def test_console_script_is_installed(table: Path) -> None:
     done = subprocess.run([str(exe), "build", str(table)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "built index version 1" in done.stdout
+
+
+def test_prune_takes_sql_and_reports_what_it_could_not_use(
+    table: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(capsys, "build", str(table))
+    where = "id >= 1100 AND region = 'us' AND abs(x) > 0.5"
+    code, out, _ = run(capsys, "prune", str(table), "--where", where)
+    assert code == 0
+    assert "kept 2 of 6 files" in out
+    assert "not used for pruning (kept as TRUE): abs(x) > 0.5" in out
+    code, _, err = run(capsys, "prune", str(table), "--where", "id >= AND (3")
+    assert code == 2 and err.startswith("hudi-index prune: error:")
