@@ -16,7 +16,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from index_store.errors import TableFormatError
@@ -335,6 +335,8 @@ def test_typing_matches_duckdb_on_random_values(values: list[str]) -> None:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(values=st.lists(DATE_LIKE, min_size=1, max_size=2, unique=True))
+@example(values=["0-1-1 0:0:"])  # seconds left out after the colon; found by a CI run
+@example(values=["2024-01-01 01:02:.5"])
 def test_typing_matches_duckdb_on_date_like_values(values: list[str]) -> None:
     _check_against_duckdb(values)
 

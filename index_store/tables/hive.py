@@ -196,7 +196,11 @@ def _scan_time(s: str, pos: int) -> tuple[tuple[int, int, int, int], int] | None
     second, micros, pos = 0, 0, minute[1]
     if pos < n and s[pos] == ":":
         sec = _two_digits(s, pos + 1)
-        if sec is None or sec[0] >= 60:
+        if sec is None:
+            # DuckDB takes "HH:MM:" with the seconds left out as :00 (and then no fraction).
+            clock = _hour_ok(hour, minute[0], 0, 0)
+            return (clock, pos + 1) if clock is not None else None
+        if sec[0] >= 60:
             return None
         second, pos = sec
         if pos < n and s[pos] == ".":
@@ -205,9 +209,15 @@ def _scan_time(s: str, pos: int) -> tuple[tuple[int, int, int, int], int] | None
             while pos < n and s[pos] in _DIGITS:
                 pos += 1
             micros = int(s[start:pos][:6].ljust(6, "0")) if pos > start else 0
-    if hour > 24 or (hour == 24 and (minute[0] or second or micros)):
+    clock = _hour_ok(hour, minute[0], second, micros)
+    return (clock, pos) if clock is not None else None
+
+
+def _hour_ok(hour: int, minute: int, second: int, micros: int) -> tuple[int, int, int, int] | None:
+    """The clock reading, or None past 24:00:00 (DuckDB accepts exactly 24:00:00)."""
+    if hour > 24 or (hour == 24 and (minute or second or micros)):
         return None
-    return (hour, minute[0], second, micros), pos
+    return hour, minute, second, micros
 
 
 def _skip_utc_offset(s: str, pos: int) -> int | None:
