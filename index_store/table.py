@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hudi_expr import BindError, Expression, FileStats, explain, might_match
 from hudi_expr.explain import Explanation
@@ -195,12 +196,15 @@ class IndexedTable:
 
         if not verify_files:
             return PruneResult(self._abs_all(kept), len(loaded.paths), _explain=explanation)
-        on_disk = [f.path for f in self.reader.list_files()]
-        disk = set(on_disk)
-        indexed = set(loaded.paths.to_pylist())
-        unknown = self._abs_all(p for p in on_disk if p not in indexed)
-        files = self._abs_all(p for p in kept if p in disk) + unknown
-        return PruneResult(files, len(on_disk), unknown, _explain=explanation)
+        on_disk = pa.array([f.path for f in self.reader.list_files()], pa.string())
+        # Vectorized set logic: a file on disk but not in the index is kept (unknown); one in the
+        # index but gone from disk is dropped.
+        unknown = self._abs_all(
+            on_disk.filter(pc.invert(pc.is_in(on_disk, value_set=loaded.paths))).to_pylist()
+        )
+        kept_array = pa.array(kept, pa.string())
+        present = kept_array.filter(pc.is_in(kept_array, value_set=on_disk)).to_pylist()
+        return PruneResult(self._abs_all(present) + unknown, len(on_disk), unknown, _explain=explanation)
 
     def _abs_all(self, rels: Iterable[str]) -> list[str]:
         # Plain concatenation: os.path.join per file costs more than pruning a million of them.
