@@ -16,7 +16,7 @@ from hudi_expr.stats import ColumnStats, leaf_columns
 if TYPE_CHECKING:
     from hudi_expr.stats import FileStats
 
-__all__ = ["read_footer_stats", "stats_from_footers", "unified_schema", "unify_schemas"]
+__all__ = ["read_footer_stats", "stats_from_footers", "unify_schemas"]
 
 # Parquet min/max of these physical/logical types have no reliable order or no stats at all.
 _UNORDERED_PHYSICAL = {"INT96"}
@@ -120,11 +120,6 @@ def _bounds_reader(t: pa.DataType) -> Callable[[Any], tuple[Any, Any]]:
             np.frombuffer(st.max_raw, dtype=np.float16)[0],
         )
     return lambda st: (st.min, st.max)
-
-
-def unified_schema(files: Sequence[pq.ParquetFile]) -> pa.Schema:
-    """The union of the files' arrow schemas, types widened where files disagree."""
-    return unify_schemas([f.schema_arrow for f in files])
 
 
 def unify_schemas(schemas: Sequence[pa.Schema]) -> pa.Schema:

@@ -264,20 +264,7 @@ def _rows_by_column(
     A row group holding a single column (its footer min = max = the name) is read without the
     ``column`` strings; one that mixes columns is read with them and filtered.
     """
-    pf = _open(root, rel)
-    md = pf.metadata
-    col_index = pf.schema_arrow.get_field_index("column")
-    single: dict[str, list[int]] = {c: [] for c in wanted}
-    mixed: list[int] = []
-    for r in range(md.num_row_groups):
-        st = md.row_group(r).column(col_index).statistics
-        if st is None or not st.has_min_max:
-            mixed.append(r)
-        elif st.min == st.max:
-            if st.min in single:
-                single[st.min].append(r)
-        elif any(st.min <= w <= st.max for w in wanted):
-            mixed.append(r)
+    single, mixed = _row_groups_by_column(_open(root, rel), wanted)
     out = [(name, _read(root, rel, expected, groups, read_cols)) for name, groups in single.items() if groups]
     if mixed:
         rows = _read(root, rel, expected, mixed, ["column", *read_cols])
@@ -325,20 +312,29 @@ def read_blooms(
     return out
 
 
-def _row_groups_holding(pf: pq.ParquetFile, wanted: list[str]) -> list[int]:
-    """Row groups whose ``column`` range may hold one of ``wanted`` (by footer statistics)."""
+def _row_groups_by_column(pf: pq.ParquetFile, wanted: list[str]) -> tuple[dict[str, list[int]], list[int]]:
+    """Which row groups may hold rows of ``wanted`` columns, by the footer's ``column`` range:
+    per column, the groups holding only it (min = max = the name), and the groups mixing names."""
     md = pf.metadata
     col_index = pf.schema_arrow.get_field_index("column")
-    groups = []
+    single: dict[str, list[int]] = {c: [] for c in wanted}
+    mixed: list[int] = []
     for r in range(md.num_row_groups):
         st = md.row_group(r).column(col_index).statistics
         if st is None or not st.has_min_max:
-            groups.append(r)
-            continue
-        lo, hi = st.min, st.max
-        if any(lo <= w <= hi for w in wanted):
-            groups.append(r)
-    return groups
+            mixed.append(r)
+        elif st.min == st.max:
+            if st.min in single:
+                single[st.min].append(r)
+        elif any(st.min <= w <= st.max for w in wanted):
+            mixed.append(r)
+    return single, mixed
+
+
+def _row_groups_holding(pf: pq.ParquetFile, wanted: list[str]) -> list[int]:
+    """All row groups the reader reads for ``wanted`` (for tests and benchmarks)."""
+    single, mixed = _row_groups_by_column(pf, wanted)
+    return sorted({r for groups in single.values() for r in groups} | set(mixed))
 
 
 def _scatter(values: pa.ChunkedArray | pa.Array, positions: np.ndarray | None) -> pa.Array:
