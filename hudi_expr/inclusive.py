@@ -101,7 +101,7 @@ class InclusiveEvaluator(StatsEvaluator):
         inside = all_of(
             self.col.has_values, pc.less_equal(self.col.min, s), pc.greater_equal(self.col.max, s)
         )
-        return self._bloom(inside, pa.array([s.as_py() if not _is_ts(s) else s.value], s.type))
+        return self._bloom(inside, pa.array([s]))
 
     def visit_not_equal(self, term: Any, v: pa.Scalar) -> pa.Array:
         # Only a file whose every non-null value equals v fails: min = max = v and no NaN
@@ -193,7 +193,3 @@ def _is_in(arr: pa.Array, values: pa.Array) -> pa.Array:
     """Membership with unknown (null) kept unknown."""
     found = pc.is_in(arr, value_set=values)
     return pc.if_else(pc.is_null(arr), pa.scalar(None, pa.bool_()), found) if arr.null_count else found
-
-
-def _is_ts(s: pa.Scalar) -> bool:
-    return pa.types.is_timestamp(s.type)
