@@ -1,72 +1,54 @@
-"""Demo on the embedded default (DuckDB): generate a table, index it, run pruned queries.
+"""Demo on the embedded default (DuckDB): TPC-H lineitem in many files, indexed, queried with pruning.
 
-Writes ~200 parquet files of an orders table clustered by ship date, builds the table's metadata
-index (``index_store``: footer statistics, NaN counts, bloom filters on ``order_id``), then for a
-few predicates prints how many files were kept, why, how long planning took (``prune``, which also
-lists the table to catch files added or deleted behind the index's back), and the DuckDB query time
-over the kept files versus all files (the results must be equal; the script checks that they are).
+Generates TPC-H ``lineitem`` and ``orders`` with ``tpchgen-cli``, writes lineitem as ~200 parquet
+files clustered by ``l_shipdate`` (and a hive-partitioned copy, folders by ``l_shipmode``), builds
+each table's metadata index (footer statistics, NaN counts, a bloom filter on ``l_orderkey``), then
+runs a few queries through the DuckDB adapter (``adapters.duckdb.sql``: only the files the index
+keeps are read) and through DuckDB alone over every file, prints files kept, rows and the best of 3
+warm times of each side (the pruned one includes planning), and exits non-zero if any answer differs.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import shutil
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import duckdb
-import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hudi_expr import Expression, col
+from adapters.duckdb import plan, register, sql
 from index_store import IndexedTable, open_table
+from scripts.tpch import generate, write_files
 
-ROOT = Path(__file__).resolve().parent.parent
-START = (dt.date(1992, 1, 1) - dt.date(1970, 1, 1)).days
-DAYS = 7 * 365
+DEFAULT_DIR = Path("/tmp/hudi-index-demo")
 
-
-def generate(out: Path, files: int, rows_per_file: int, seed: int = 7) -> list[str]:
-    """An orders table in ``files`` parquet files, each covering a slice of the ship dates."""
-    rng = np.random.default_rng(seed)
-    out.mkdir(parents=True, exist_ok=True)
-    statuses = np.array(["F", "O", "P", "R"])
-    paths = []
-    total = files * rows_per_file
-    order_ids = rng.permutation(total).astype(np.int64) * 4 + 1  # keys spread across all files
-    for i in range(files):
-        lo = START + i * DAYS // files
-        hi = START + (i + 1) * DAYS // files
-        n = rows_per_file
-        days = np.sort(rng.integers(lo, max(hi, lo + 1), n)).astype(np.int32)
-        price = np.round(rng.gamma(2.0, 150.0, n), 2)
-        if i % 10 == 3:  # a few files hold NaN prices; NaN sorts above every number
-            price[rng.random(n) < 0.001] = np.nan
-        table = pa.table(
-            {
-                "order_id": order_ids[i * n : (i + 1) * n],
-                "ship_date": pa.array(days, pa.int32()).cast(pa.date32()),
-                "price": price,
-                "status": statuses[rng.integers(0, 4, n)],
-                "customer": np.char.add("cust-", rng.integers(0, 50_000, n).astype(str)),
-            }
-        )
-        path = out / f"part-{i:05d}.parquet"
-        pq.write_table(table, path, row_group_size=32_768)
-        paths.append(str(path))
-    return paths
+Q6 = """SELECT sum(l_extendedprice * l_discount) AS revenue FROM lineitem
+WHERE l_shipdate >= DATE '1994-01-01' AND l_shipdate < DATE '1995-01-01'
+  AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24"""
+MONTH = """SELECT count(*), sum(l_quantity), sum(l_extendedprice) FROM lineitem
+WHERE l_shipdate BETWEEN DATE '1995-03-01' AND DATE '1995-03-31'"""
+LOOKUP = "SELECT * FROM lineitem WHERE l_orderkey = {key} ORDER BY l_linenumber"
+# 'REG AIR' sits in the folder l_shipmode=REG%20AIR: the partition value must be decoded to match.
+HIVE_MONTH = """SELECT count(*), sum(l_extendedprice) FROM lineitem_hive
+WHERE l_shipmode = 'REG AIR' AND l_shipdate BETWEEN DATE '1995-03-01' AND DATE '1995-03-31'"""
+# TPC-H Q12: lineitem (hive, two of seven folders, and receipt dates that follow the ship dates) x orders.
+Q12 = """SELECT l_shipmode,
+  sum(CASE WHEN o_orderpriority IN ('1-URGENT', '2-HIGH') THEN 1 ELSE 0 END) AS high_line_count,
+  sum(CASE WHEN o_orderpriority NOT IN ('1-URGENT', '2-HIGH') THEN 1 ELSE 0 END) AS low_line_count
+FROM orders, lineitem_hive
+WHERE o_orderkey = l_orderkey AND l_shipmode IN ('MAIL', 'SHIP')
+  AND l_commitdate < l_receiptdate AND l_shipdate < l_commitdate
+  AND l_receiptdate >= DATE '1994-01-01' AND l_receiptdate < DATE '1995-01-01'
+GROUP BY l_shipmode ORDER BY l_shipmode"""
 
 
-def index(root: Path) -> IndexedTable:
-    """The table's metadata index, built from footers plus NaN counts and order_id bloom filters."""
-    table = open_table(root)
-    table.build(bloom_columns=["order_id"])  # a progress bar on a terminal
-    return table
-
-
-def timed(fn, repeat: int = 3):  # type: ignore[no-untyped-def]
+def best_of(fn: Callable[[], Any], repeat: int = 3) -> tuple[float, Any]:
+    """The fastest of ``repeat`` runs of ``fn`` in seconds, and its last result."""
     best, result = float("inf"), None
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -75,70 +57,106 @@ def timed(fn, repeat: int = 3):  # type: ignore[no-untyped-def]
     return best, result
 
 
-def run_query(con: duckdb.DuckDBPyConnection, files: list[str], where: str) -> tuple[int, float]:
-    if not files:
-        return 0, 0.0
-    listing = ", ".join(f"'{f}'" for f in files)
-    # can_have_nan: DuckDB's own row-group pruning otherwise trusts NaN-blind parquet min/max and
-    # drops NaN rows (duckdb/duckdb#25521), the very mistake this library is built not to make.
-    sql = (
-        f"SELECT count(*), sum(price) FILTER (WHERE NOT isnan(price)) "
-        f"FROM read_parquet([{listing}], can_have_nan = true) WHERE {where}"
-    )
-    row = con.execute(sql).fetchone()
-    return int(row[0]), float(row[1] or 0.0)
+def read_all(folder: Path, hive: bool) -> str:
+    """DuckDB alone: ``read_parquet`` over every data file (the index's own parquet is not matched)."""
+    # '<dir>/**/*.parquet' would also match .hoodie/.index/**, so the glob names the data files' depth.
+    glob = f"{folder}/*/*.parquet" if hive else f"{folder}/*.parquet"
+    return f"read_parquet('{glob}', hive_partitioning = {str(hive).lower()}, can_have_nan = true)"
 
 
-def main() -> None:
+def prepare(base: Path, scale: float, n_files: int) -> dict[str, tuple[Path, bool]]:
+    """TPC-H (``tpchgen-cli``, cached per scale) rewritten as the demo's tables: name -> (folder, hive)."""
+    t0 = time.perf_counter()
+    source = generate(scale, base / "tpch")
+    work = base / f"sf{scale:g}-{n_files}files"
+    tables = {
+        "lineitem": (work / "lineitem", False),
+        # l_shipmode: 7 values of about equal size, a filter of TPC-H Q12; folders by ship date would
+        # need a derived column, and ship date already clusters the other layout.
+        "lineitem_hive": (work / "lineitem_hive", True),
+        "orders": (work / "orders", False),
+    }
+    for folder, _ in tables.values():
+        if folder.exists():
+            shutil.rmtree(folder)
+    written = {
+        "lineitem": write_files(source["lineitem"], tables["lineitem"][0], n_files),
+        "lineitem_hive": write_files(
+            source["lineitem"], tables["lineitem_hive"][0], n_files, hive_by="l_shipmode"
+        ),
+        "orders": write_files(
+            source["orders"], tables["orders"][0], max(1, n_files // 4), order_by="o_orderdate"
+        ),
+    }
+    rows = pq.ParquetFile(source["lineitem"]).metadata.num_rows
+    counts = ", ".join(f"{name} {len(paths)}" for name, paths in written.items())
+    took = time.perf_counter() - t0
+    print(f"TPC-H SF{scale:g}: {rows:,} lineitem rows; files: {counts} ({took:.1f} s) in {work}")
+    return tables
+
+
+def index(tables: dict[str, tuple[Path, bool]]) -> dict[str, IndexedTable]:
+    """Each table's metadata index: footer statistics, NaN counts, bloom filters on the order key."""
+    indexed = {}
+    for name, (folder, _) in tables.items():
+        t0 = time.perf_counter()
+        table = open_table(folder)
+        key = "o_orderkey" if name == "orders" else "l_orderkey"
+        table.build(bloom_columns=[key], progress=True)
+        print(f"indexed {name}: {time.perf_counter() - t0:.2f} s, at {table.index_root}")
+        indexed[name] = table
+    return indexed
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--files", type=int, default=200)
-    parser.add_argument("--rows-per-file", type=int, default=20_000)
-    parser.add_argument("--out", type=Path, default=ROOT / "demo_data" / "orders")
+    parser.add_argument("--scale", type=float, default=0.5, help="TPC-H scale factor (default 0.5)")
+    parser.add_argument("--files", type=int, default=200, help="lineitem data files (default 200)")
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"work folder (default {DEFAULT_DIR})")
     args = parser.parse_args()
 
-    if args.out.exists():
-        shutil.rmtree(args.out)
-    t0 = time.perf_counter()
-    paths = generate(args.out, args.files, args.rows_per_file)
-    rows = len(paths) * args.rows_per_file
-    print(f"generated {len(paths)} files, {rows:,} rows in {time.perf_counter() - t0:.1f} s")
-    t0 = time.perf_counter()
-    table = index(args.out)
-    snap = table.snapshot()
-    print(
-        f"indexed: footer stats of {len(snap.schema)} columns, NaN counts, order_id bloom filters in "
-        f"{time.perf_counter() - t0:.2f} s (index version {snap.version} at {table.index_root})\n"
-    )  # fmt: skip
+    tables = prepare(args.dir, args.scale, args.files)
+    indexed = index(tables)
+    con, full = duckdb.connect(), duckdb.connect()
+    for name, (folder, hive) in tables.items():
+        register(con, name, indexed[name])
+        full.execute(f"CREATE VIEW {name} AS SELECT * FROM {read_all(folder, hive)}")
 
-    probe_key = int(pq.read_table(paths[len(paths) // 3], columns=["order_id"])["order_id"][123].as_py())
-    queries: list[tuple[str, Expression]] = [
-        ("one month of shipments", col("ship_date").between(dt.date(1995, 3, 1), dt.date(1995, 3, 31))),
-        ("point lookup by key (bloom filter)", col("order_id") == probe_key),
-        ("late 1998, returned", (col("ship_date") >= "1998-10-01") & (col("status") == "R")),
-        ("cheap or very early", (col("price") < 1.0) | (col("ship_date") < dt.date(1992, 1, 15))),
-        ("NaN prices in 1993", col("price").is_nan() & col("ship_date").between("1993-01-01", "1993-12-31")),
-        ("price above 4000 (NaN sorts above it)", col("price") > 4000),
+    # An order key of the clustered layout: its lines are spread over the ship dates, so min/max of
+    # l_orderkey cannot skip files (every file spans most keys); the bloom filter does.
+    some_file = sorted(tables["lineitem"][0].glob("*.parquet"))[args.files // 3]
+    key = pq.read_table(some_file, columns=["l_orderkey"])["l_orderkey"][7].as_py()
+    queries = [
+        ("TPC-H Q6 (one year, discount, quantity)", Q6),
+        ("one month of shipments (March 1995)", MONTH),
+        (f"l_orderkey = {key} (bloom filter)", LOOKUP.format(key=key)),
+        ("hive: REG AIR in March 1995", HIVE_MONTH),
+        ("TPC-H Q12 (hive lineitem x orders)", Q12),
     ]
-    con = duckdb.connect()
-    header = f"{'query':38} {'files kept':>12} {'plan ms':>8} {'pruned ms':>10} {'all files ms':>13}"
-    print(f"{header} {'rows':>9}")
-    for title, expr in queries:
-        plan_s, result = timed(lambda expr=expr: table.prune(expr))
-        kept = result.files
-        where = str(expr)
-        pruned_s, pruned = timed(lambda kept=kept, where=where: run_query(con, kept, where))
-        full_s, full = timed(lambda where=where: run_query(con, paths, where))
-        if pruned[0] != full[0] or not np.isclose(pruned[1], full[1]):
-            raise SystemExit(f"pruning changed the answer for {where}: {pruned} vs {full}")
-        print(f"{title:38} {len(kept):>5}/{len(paths):<6} {plan_s * 1e3:8.2f} {pruned_s * 1e3:10.1f} "
-              f"{full_s * 1e3:13.1f} {pruned[0]:>9,}")  # fmt: skip
 
-    for title, expr in (queries[2], queries[-1]):
-        print(f"\nwhy, for {title!r}:")
-        print(table.prune(expr).explain())
+    print(f"\n{'query':42} {'files kept':>14} {'rows':>6} {'pruned ms':>10} {'full ms':>9} {'speedup':>8}")
+    wrong = []
+    for title, query in queries:
+        pruned_s, pruned = best_of(lambda q=query: sql(con, q).fetchall())
+        full_s, expected = best_of(lambda q=query: full.execute(q).fetchall())
+        kept = " ".join(f"{t.kept}/{t.total}" for t in plan(con, query).tables)
+        flag = "" if pruned == expected else "  WRONG ANSWER"
+        if flag:
+            wrong.append((title, pruned, expected))
+        print(
+            f"{title:42} {kept:>14} {len(pruned):>6} {pruned_s * 1e3:10.1f} {full_s * 1e3:9.1f} "
+            f"{full_s / pruned_s:7.1f}x{flag}"
+        )
+
+    print("\nthe plan of the point lookup (files kept by which statistics):")
+    print(plan(con, queries[2][1]))
+    print(f'\ntry: hudi-index prune {tables["lineitem"][0]} --where "l_orderkey = {key}"')
+    for title, got, expected in wrong:
+        print(f"\n{title}: pruned {got[:3]} != full {expected[:3]}", file=sys.stderr)
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

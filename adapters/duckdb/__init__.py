@@ -1,4 +1,4 @@
-"""DuckDB adapter: SQL predicate text and DuckDB expression objects in, ``hudi_expr`` out."""
+"""DuckDB adapter: SQL predicates and DuckDB expressions as ``hudi_expr``, and pruned SQL queries."""
 
 from adapters.duckdb.parse import (
     DUCKDB_MAJOR,
@@ -9,13 +9,21 @@ from adapters.duckdb.parse import (
     translate_expression,
     translate_sql,
 )
+from adapters.duckdb.query import QueryPlan, TablePlan, plan, register, registered, sql, unregister
 
 __all__ = [
     "DUCKDB_MAJOR",
+    "QueryPlan",
     "SqlParseError",
+    "TablePlan",
     "Translation",
     "parse_expression",
     "parse_predicate",
+    "plan",
+    "register",
+    "registered",
+    "sql",
     "translate_expression",
     "translate_sql",
+    "unregister",
 ]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import decimal
 import json
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,10 +104,21 @@ def translate_sql(sql: str, table_aliases: Iterable[str] = ()) -> Translation:
     aliases = {table_aliases} if isinstance(table_aliases, str) else set(table_aliases)
     query = _PREFIX + sql
     where = _parse_where(sql, query)
-    walker = _Walker(query.encode(), {a.lower() for a in aliases})
+    walker = _Walker(query.encode(), _strip_aliases({a.lower() for a in aliases}), _PREFIX_BYTES)
     walker.evaluate_constants(where)
     expr = walker.translate(where, negated=False)
     return Translation(expr, tuple(dict.fromkeys(walker.not_used)))
+
+
+def _strip_aliases(aliases: set[str]) -> Callable[[list[str]], str | None]:
+    """The column path of a column reference: ``t.a`` is ``a`` when ``t`` is a table alias."""
+
+    def resolve(parts: list[str]) -> str | None:
+        if len(parts) > 1 and parts[0].lower() in aliases:
+            parts = parts[1:]
+        return ".".join(parts) if parts and all(parts) else None
+
+    return resolve
 
 
 def parse_expression(expr: duckdb.Expression, table_aliases: Iterable[str] = ()) -> Expression:
@@ -125,24 +136,36 @@ def translate_expression(expr: duckdb.Expression, table_aliases: Iterable[str] =
 # ------------------------------------------------------------------------------------ DuckDB access
 
 _lock = threading.Lock()
-_connection: duckdb.DuckDBPyConnection | None = None
+_connections: dict[str, duckdb.DuckDBPyConnection] = {}
 
 
-def _run(query: str, params: list[Any]) -> pa.Table:
-    """Run one query on the module's private connection (created on first use, UTC time zone)."""
-    global _connection
+def _connection(timezone: str) -> duckdb.DuckDBPyConnection:
+    """The module's private connection for session time zone ``timezone`` (call under ``_lock``)."""
+    con = _connections.get(timezone)
+    if con is None:
+        con = _connections[timezone] = duckdb.connect(":memory:")
+        con.execute("SET TimeZone = ?", [timezone]).fetchall()
+    return con
+
+
+def _run(query: str, params: list[Any], timezone: str = "UTC") -> pa.Table:
+    """Run one query on a private connection, typed results as an arrow table."""
     with _lock:
-        if _connection is None:
-            _connection = duckdb.connect(":memory:")
-            _connection.execute("SET TimeZone = 'UTC'")
-        return _connection.sql(query, params=params).to_arrow_table()
+        return _connection(timezone).sql(query, params=params).to_arrow_table()
+
+
+def serialize(sql: str) -> dict[str, Any]:
+    """DuckDB's JSON syntax tree of ``sql`` (``json_serialize_sql``); errors are in the tree."""
+    with _lock:
+        [(tree,)] = _connection("UTC").execute("SELECT json_serialize_sql(?)", [sql]).fetchall()
+    return json.loads(tree)
 
 
 def _parse_where(sql: str, query: str) -> dict[str, Any]:
     """The JSON WHERE node of ``query``; ``SqlParseError`` unless ``sql`` is one boolean expression."""
     if not sql.strip():
         raise SqlParseError("empty predicate: expected a boolean SQL expression")
-    tree = json.loads(_run("SELECT json_serialize_sql(?) AS tree", [query]).column(0)[0].as_py())
+    tree = serialize(query)
     if tree.get("error"):
         message = tree.get("error_message", "syntax error")
         position = tree.get("position")
@@ -202,18 +225,31 @@ _NULL = _Null()
 
 
 class _Walker:
-    """Translates one WHERE tree; collects the text of the parts that were not used."""
+    """Translates WHERE trees of one query; collects the text of the parts that were not used.
 
-    def __init__(self, query: bytes, aliases: set[str]) -> None:
+    ``resolve`` maps the name parts of a column reference to a column path (None: not a column of
+    the table). Text before byte ``start`` of ``query`` is not the user's (a wrapping prefix).
+    Constants are evaluated in session time zone ``timezone``, as the query itself would be.
+    """
+
+    def __init__(
+        self,
+        query: bytes,
+        resolve: Callable[[list[str]], str | None],
+        start: int = 0,
+        timezone: str = "UTC",
+    ) -> None:
         self.query = query
-        self.aliases = aliases
+        self.resolve = resolve
+        self.start = start
+        self.timezone = timezone
         self.not_used: list[str] = []
         # id(node) -> literal value (``_NULL`` for NULL); absent: not a usable constant.
         self.constants: dict[int, Any] = {}
 
     # -- constants ------------------------------------------------------------------------------
 
-    def evaluate_constants(self, root: dict[str, Any]) -> None:
+    def evaluate_constants(self, root: dict[str, Any] | list[dict[str, Any]]) -> None:
         """Evaluate every maximal constant subtree with DuckDB, in one query when possible."""
         found: list[dict[str, Any]] = []
         stack: list[Any] = [root]
@@ -235,12 +271,12 @@ class _Walker:
         if not found:
             return
         try:
-            values = _evaluate(found)
+            values = _evaluate(found, self.timezone)
         except duckdb.Error:
             values = []
             for node in found:
                 try:
-                    values.extend(_evaluate([node]))
+                    values.extend(_evaluate([node], self.timezone))
                 except duckdb.Error:
                     values.append(None)  # e.g. CAST('x' AS DATE): leave the comparison unused
         for node, value in zip(found, values, strict=True):
@@ -275,7 +311,7 @@ class _Walker:
                 try:
                     results.append(self._leaf(item, neg))
                 except _Untranslatable:
-                    self.not_used.append(self._text(item))
+                    self.not_used.append(self.source_text(item))
                     results.append(AlwaysTrue())
         return results[0]
 
@@ -371,19 +407,17 @@ class _Walker:
     def _column(self, node: dict[str, Any]) -> Reference:
         if node.get("class") != "COLUMN_REF":
             raise _Untranslatable
-        parts = [str(p) for p in node.get("column_names", [])]
-        if len(parts) > 1 and parts[0].lower() in self.aliases:
-            parts = parts[1:]
-        if not parts or not all(parts):
+        path = self.resolve([str(p) for p in node.get("column_names", [])])
+        if path is None:
             raise _Untranslatable
-        return Reference(".".join(parts))
+        return Reference(path)
 
     def _literal(self, node: dict[str, Any]) -> Any:
         if id(node) not in self.constants:
             raise _Untranslatable
         return self.constants[id(node)]
 
-    def _text(self, node: dict[str, Any]) -> str:
+    def source_text(self, node: dict[str, Any]) -> str:
         """The SQL text a node came from (the span of every located node inside it)."""
         start, end = _NO_LOCATION, -1
         stack: list[Any] = [node]
@@ -391,7 +425,7 @@ class _Walker:
             item = stack.pop()
             if isinstance(item, dict):
                 loc = item.get("query_location")
-                if isinstance(loc, int) and _PREFIX_BYTES <= loc < _NO_LOCATION:
+                if isinstance(loc, int) and self.start <= loc < _NO_LOCATION:
                     start = min(start, loc)
                     end = max(end, loc + int(item.get("query_location_length", 0)))
                 stack.extend(item.values())
@@ -447,7 +481,7 @@ def _plain_constant(node: dict[str, Any]) -> Any:
     return None
 
 
-def _evaluate(nodes: list[dict[str, Any]]) -> list[Any]:
+def _evaluate(nodes: list[dict[str, Any]], timezone: str = "UTC") -> list[Any]:
     """Evaluate constant nodes in one ``SELECT``; each value as a literal (``_NULL`` for NULL)."""
     statement = {
         "error": False,
@@ -471,7 +505,7 @@ def _evaluate(nodes: list[dict[str, Any]]) -> list[Any]:
             }
         ],
     }
-    table = _run("SELECT * FROM json_execute_serialized_sql(?)", [json.dumps(statement)])
+    table = _run("SELECT * FROM json_execute_serialized_sql(?)", [json.dumps(statement)], timezone)
     return [_to_literal(column[0]) for column in table.columns]
 
 

@@ -1,0 +1,412 @@
+"""SQL over indexed tables in DuckDB, each table reference reading only the files that can matter.
+
+``register(con, "lineitem", table)`` makes ``lineitem`` a view over all the table's files, so plain
+DuckDB queries keep working. ``sql(con, query)`` plans first: DuckDB parses the query
+(``json_serialize_sql``), every reference to a registered table gets the conjuncts that may prune
+it (``scope``), the index prunes, and the reference's text is replaced by a read of the kept files,
+``(SELECT ... FROM read_parquet([kept], ...)) AS alias``. The rest of the query text is untouched,
+and the splice is checked by parsing the result again, so the query DuckDB runs is the user's.
+
+Two things keep the answer identical to DuckDB reading every file:
+- the kept read has the registered schema: columns in registered order, cast to the registered
+  types (DuckDB otherwise takes both from whichever file comes first), and hive partition columns
+  typed as over all files (``hive_types``), not as the kept paths alone would suggest;
+- ``can_have_nan = true`` on every read: DuckDB 2.0's own row-group pruning otherwise skips NaN
+  rows (duckdb/duckdb#25521).
+
+Planning lists the table each time (files added since the last index sync are read, deleted ones
+are not), so a reference that prunes nothing still reads the table as it is now. References the
+planner does not rewrite (inside PIVOT, with TABLESAMPLE or AT) read the registered view.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from adapters.duckdb.parse import _Walker, serialize
+from adapters.duckdb.scope import TableRef, find_references
+from hudi_expr import (
+    AlwaysTrue,
+    And,
+    BindError,
+    Expression,
+    bind,
+    to_pyarrow,
+)
+from hudi_expr.visitors import transform_leaves
+from index_store import IndexedTable, PruneResult, open_table
+
+__all__ = ["QueryPlan", "TablePlan", "plan", "register", "registered", "sql", "unregister"]
+
+_UTC_ZONES = {"utc", "etc/utc", "gmt", "etc/gmt", "z", "zulu", "universal", "etc/universal"}
+
+
+@dataclass(frozen=True)
+class _Registration:
+    name: str
+    table: IndexedTable
+    view_oid: int  # a replaced or dropped view ends the registration
+    columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) of a read of every file, in order
+    options: str  # read_parquet options after the file list
+
+
+_registry: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, _Registration]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def register(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    table: IndexedTable | str | os.PathLike[str],
+    *,
+    union_by_name: bool = False,
+) -> None:
+    """Make ``name`` a view over every file of ``table`` that ``sql(con, ...)`` reads pruned.
+
+    ``table`` is an ``IndexedTable`` or the path of one (``open_table``). ``union_by_name`` reads
+    files with different columns as DuckDB's option of that name does.
+    """
+    if not isinstance(con, duckdb.DuckDBPyConnection):
+        raise TypeError(f"expected a DuckDB connection, got {type(con).__name__}")
+    indexed = table if isinstance(table, IndexedTable) else open_table(table)
+    files = [os.path.join(indexed.root, f.path) for f in indexed.reader.list_files()]
+    if not files:
+        raise ValueError(f"{indexed.root} has no data files: DuckDB cannot read a table without one")
+    partition_columns = indexed.reader.partition_schema().names if indexed.reader.kind == "parquet" else []
+    options = f"hive_partitioning = {'true' if partition_columns else 'false'}, can_have_nan = true"
+    if union_by_name:
+        options += ", union_by_name = true"
+    described = con.sql(f"DESCRIBE SELECT * FROM read_parquet(?, {options})", params=[files]).fetchall()
+    columns = tuple((str(row[0]), str(row[1])) for row in described)
+    if partition_columns:
+        types = dict(columns)
+        hive_types = ", ".join(f"{_string(c)}: {_string(types[c])}" for c in partition_columns if c in types)
+        options += f", hive_types = {{{hive_types}}}"
+    con.sql(f"CREATE OR REPLACE VIEW {_quote(name)} AS SELECT * FROM {_read(files, options)}")
+    view_oid = _view_oids(con).get(name.lower())
+    if view_oid is None:  # pragma: no cover - DuckDB just created it
+        raise RuntimeError(f"view {name!r} was not created")
+    _registry.setdefault(con, {})[name.lower()] = _Registration(name, indexed, view_oid, columns, options)
+
+
+def unregister(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Forget ``name`` and drop its view."""
+    if _registry.get(con, {}).pop(name.lower(), None) is not None:
+        con.sql(f"DROP VIEW IF EXISTS {_quote(name)}")
+
+
+def registered(con: duckdb.DuckDBPyConnection) -> dict[str, IndexedTable]:
+    """The tables registered on ``con``, by name."""
+    return {r.name: r.table for r in _registry.get(con, {}).values()}
+
+
+# ------------------------------------------------------------------------------------------ plans
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """How one reference to a registered table is read: ``kept`` of ``total`` files, and why."""
+
+    name: str
+    alias: str
+    kept: int
+    total: int
+    used: tuple[str, ...]  # SQL text of the conjuncts that pruned
+    not_used: tuple[str, ...]  # conjuncts (or parts) about this table that could not, with why
+    result: PruneResult | None = field(default=None, repr=False, compare=False)
+
+    def __str__(self) -> str:
+        shown = self.name if self.alias.lower() == self.name.lower() else f"{self.name} AS {self.alias}"
+        lines = [f"{shown}: kept {self.kept} of {self.total} files"]
+        lines += [f"  used:     {text}" for text in self.used]
+        lines += [f"  not used: {text}" for text in self.not_used]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """A query, the text DuckDB will run for it, and how each registered table is read."""
+
+    query: str
+    sql: str
+    tables: tuple[TablePlan, ...]
+    note: str
+    params: Any = field(repr=False)
+    con: duckdb.DuckDBPyConnection = field(repr=False, compare=False)
+
+    def relation(self) -> duckdb.DuckDBPyRelation:
+        """Run the planned query (``con.sql`` of the rewritten text)."""
+        return self.con.sql(self.sql, params=self.params)
+
+    def __str__(self) -> str:
+        lines = [str(t) for t in self.tables] or ["no registered table is read"]
+        if self.note:
+            lines.append(f"note: {self.note}")
+        return "\n".join(lines)
+
+
+def sql(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> duckdb.DuckDBPyRelation:
+    """``con.sql(query, params=params)``, with every registered table read pruned (see ``plan``)."""
+    return plan(con, query, params).relation()
+
+
+def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> QueryPlan:
+    """Plan ``query`` on ``con``: prune each registered table it reads, say how (``str(plan)``)."""
+    if not isinstance(query, str):
+        raise TypeError(f"expected SQL text, got {type(query).__name__}")
+    timezone, database, views = _session(con)
+    registrations = _live_registrations(con, views) if con in _registry else {}
+    if not registrations:
+        return QueryPlan(query, query, (), "no table is registered on this connection", params, con)
+    tree = serialize(query)
+    statements = tree.get("statements") or []
+    if tree.get("error") or len(statements) != 1:
+        why = "not a single SELECT statement" if not tree.get("error") else tree.get("error_message", "")
+        return QueryPlan(query, query, (), f"run as written, without pruning ({why})", params, con)
+    statement = statements[0]["node"]
+
+    def columns_of(node: dict[str, Any]) -> tuple[str, dict[str, str]] | None:
+        registration = registrations.get(str(node.get("table_name", "")).lower())
+        if registration is None or str(node.get("schema_name") or "main").lower() != "main":
+            return None
+        if str(node.get("catalog_name") or database).lower() != database.lower():
+            return None
+        return registration.name, {c.lower(): c for c, _ in registration.columns}
+
+    refs = [
+        ref
+        for ref in find_references(statement, columns_of).references
+        if ref.node.get("sample") is None and ref.node.get("at_clause") is None
+    ]
+    if not refs:
+        return QueryPlan(query, query, (), "", params, con)
+    planner = _Planner(query, timezone)
+    tables = [planner.prune(ref, registrations[str(ref.registered).lower()]) for ref in refs]
+    sources = [
+        _source(registrations[str(ref.registered).lower()], table.result)
+        for ref, table in zip(refs, tables, strict=True)
+    ]
+    rewritten = _splice(query, refs, sources, statement)
+    if rewritten is None:
+        note = "run as written, without pruning: the rewritten text did not parse back to the same query"
+        return QueryPlan(query, query, tuple(tables), note, params, con)
+    return QueryPlan(query, rewritten, tuple(tables), "", params, con)
+
+
+class _Planner:
+    """Translates and checks the conjuncts of one query; prunes each reference with them."""
+
+    def __init__(self, query: str, timezone: str) -> None:
+        self.walker = _Walker(query.encode(), lambda parts: None, 0, timezone)
+        self.timezone = timezone
+        self.utc = timezone.lower() in _UTC_ZONES
+        self.evaluated: set[int] = set()
+
+    def prune(self, ref: TableRef, registration: _Registration) -> TablePlan:
+        nodes = [p.node for p in ref.pushable if id(p.node) not in self.evaluated]
+        if nodes:
+            self.walker.evaluate_constants(nodes)  # all of a reference's literals in one query
+            self.evaluated.update(id(n) for n in nodes)
+        self.walker.resolve = ref.column_path
+        schema = registration.table.snapshot().schema
+        used: list[str] = []
+        bound: list[Expression] = []
+        not_used = [f"{self.walker.source_text(node)}  ({why})" for node, why in ref.refused]
+        for pushable in ref.pushable:
+            self.walker.not_used = []
+            text = self.walker.source_text(pushable.node)
+            expr = self.walker.translate(pushable.node, negated=False)
+            why = "not translatable" if self.walker.not_used else "always TRUE"
+            if not self.utc and not isinstance(expr, AlwaysTrue):
+                expr = _without_zone_mixing(expr, schema)
+                why = f"mixes time zones under session TimeZone {self.timezone}"
+            if isinstance(expr, AlwaysTrue):
+                not_used.append(f"{text}  ({why})")
+                continue
+            not_used += [f"{part}  (not translatable)" for part in self.walker.not_used]
+            try:
+                expr = bind(expr, schema)
+            except BindError as exc:
+                not_used.append(f"{text}  ({exc})")
+                continue
+            if pushable.null_rejecting and _true_on_nulls(expr, schema):
+                not_used.append(f"{text}  (TRUE on the NULL rows of an outer join)")
+                continue
+            used.append(text)
+            bound.append(expr)
+        result = registration.table.prune(And(*bound) if bound else AlwaysTrue(), on_corrupt="keep_all")
+        return TablePlan(
+            registration.name, ref.alias, result.kept, result.total, tuple(used), tuple(not_used), result
+        )
+
+
+def _without_zone_mixing(expr: Expression, schema: pa.Schema) -> Expression:
+    """Drop timestamp comparisons whose meaning depends on a session time zone other than UTC.
+
+    Binding reads a zone-less literal against a TIMESTAMPTZ column (and the reverse) in UTC, as the
+    session would with TimeZone UTC; under another zone DuckDB shifts one side, so those tests
+    are left out (TRUE) rather than guessed.
+    """
+    import datetime as dt
+
+    def keep(leaf: Expression) -> Expression:
+        term = getattr(leaf, "term", None)
+        name = getattr(term, "name", None)
+        if name is None or name not in schema.names:
+            return leaf
+        column_type = schema.field(name).type
+        if not pa.types.is_timestamp(column_type):
+            return leaf
+        values = getattr(leaf, "values", None)
+        literals = list(values) if values is not None else [getattr(leaf, "literal", None)]
+        for value in literals:
+            aware = isinstance(value, dt.datetime) and value.tzinfo is not None
+            if value is not None and (column_type.tz is not None) != aware:
+                return AlwaysTrue()
+            if value is not None and not isinstance(value, dt.datetime):
+                return AlwaysTrue()
+        return leaf
+
+    return transform_leaves(expr, keep)
+
+
+def _true_on_nulls(bound: Expression, schema: pa.Schema) -> bool:
+    """Whether ``bound`` may be TRUE on a row of NULLs (what an outer join adds); unknown: True."""
+    try:
+        row = pa.Table.from_pylist([{}], schema=schema)
+        return row.filter(to_pyarrow(bound, schema)).num_rows > 0
+    except (pa.ArrowException, BindError, TypeError, ValueError):
+        return True
+
+
+# ------------------------------------------------------------------------------------ the rewrite
+
+
+def _source(registration: _Registration, result: PruneResult | None) -> str:
+    """The text of a read of ``result``'s files with the registered schema, as a subquery."""
+    if result is None or not result.files:
+        nulls = ", ".join(f"CAST(NULL AS {t}) AS {_quote(c)}" for c, t in registration.columns)
+        return f"(SELECT {nulls} WHERE false)"
+    projection = ", ".join(f"CAST({_quote(c)} AS {t}) AS {_quote(c)}" for c, t in registration.columns)
+    return f"(SELECT {projection} FROM {_read(result.files, registration.options)})"
+
+
+def _splice(query: str, refs: Sequence[TableRef], sources: Sequence[str], statement: Any) -> str | None:
+    """``query`` with each reference's text replaced by its source; None if that changes more.
+
+    The check splices placeholders first and parses the result: it must be the original tree
+    with exactly those references renamed.
+    """
+    placeholders = [f"__hudi_ref_{k}" for k in range(len(refs))]
+    checked = _parse(_spliced(query, refs, placeholders))
+    if checked is None:
+        return None
+    by_name = {p: ref.node for p, ref in zip(placeholders, refs, strict=True)}
+    seen: set[str] = set()
+    stack: list[Any] = [checked]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get("type") == "BASE_TABLE" and item.get("table_name") in by_name:
+                name = item["table_name"]
+                if name in seen or str(item.get("alias")) != _alias_of(by_name[name]):
+                    return None
+                seen.add(name)
+                item.clear()
+                item.update(copy.deepcopy(by_name[name]))
+                continue
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    if seen != set(placeholders) or _located(checked) != _located(statement):
+        return None
+    return _spliced(query, refs, sources)
+
+
+def _spliced(query: str, refs: Sequence[TableRef], sources: Sequence[str]) -> str:
+    text = query.encode()
+    pieces: list[bytes] = []
+    end = len(text)
+    for ref, source in sorted(zip(refs, sources, strict=True), key=lambda p: -p[0].span[0]):
+        start, length = ref.span
+        alias = _quote(_alias_of(ref.node))
+        renamed = ref.node.get("column_name_alias") or []
+        if renamed:
+            alias += "(" + ", ".join(_quote(str(c)) for c in renamed) + ")"
+        pieces.append(text[start + length : end])
+        pieces.append(f"{source} AS {alias}".encode())
+        end = start
+    pieces.append(text[:end])
+    return b"".join(reversed(pieces)).decode()
+
+
+def _alias_of(node: dict[str, Any]) -> str:
+    return str(node.get("alias") or node.get("table_name"))
+
+
+def _parse(query: str) -> Any:
+    tree = serialize(query)
+    statements = tree.get("statements") or []
+    return None if tree.get("error") or len(statements) != 1 else statements[0]["node"]
+
+
+_LOCATION_KEYS = ("query_location", "query_location_length")
+
+
+def _located(node: Any) -> Any:
+    """The tree without source positions (they move when text is replaced)."""
+    if isinstance(node, dict):
+        return {k: _located(v) for k, v in node.items() if k not in _LOCATION_KEYS}
+    if isinstance(node, list):
+        return [_located(v) for v in node]
+    return node
+
+
+# ---------------------------------------------------------------------------------------- helpers
+
+
+def _live_registrations(con: duckdb.DuckDBPyConnection, views: dict[str, str]) -> dict[str, _Registration]:
+    """The registrations whose view is still the one ``register`` made (others are forgotten)."""
+    registrations = _registry.get(con, {})
+    for key in [k for k, r in registrations.items() if views.get(k) != r.view_oid]:
+        del registrations[key]
+    return dict(registrations)
+
+
+_SESSION = (
+    "SELECT current_setting('TimeZone'), current_database(), list(view_name), list(view_oid)"
+    " FROM duckdb_views() WHERE NOT internal AND NOT temporary AND database_name = current_database()"
+    " AND schema_name = 'main'"
+)
+
+
+def _session(con: duckdb.DuckDBPyConnection) -> tuple[str, str, dict[str, int]]:
+    """The session time zone (literals are read in it), the current database and its views."""
+    [(timezone, database, names, oids)] = con.execute(_SESSION).fetchall()
+    views = {str(n).lower(): int(oid) for n, oid in zip(names or [], oids or [], strict=True)}
+    return str(timezone), str(database), views
+
+
+def _view_oids(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    return _session(con)[2]
+
+
+def _read(files: Sequence[str], options: str) -> str:
+    return f"read_parquet([{', '.join(_string(f) for f in files)}], {options})"
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
