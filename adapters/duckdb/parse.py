@@ -481,6 +481,14 @@ def _plain_constant(node: dict[str, Any]) -> Any:
     return None
 
 
+_UTC_ZONES = {"utc", "etc/utc", "gmt", "etc/gmt", "z", "zulu", "universal", "etc/universal", "uct"}
+
+
+def is_utc(timezone: str) -> bool:
+    """Whether a DuckDB ``TimeZone`` setting names UTC."""
+    return timezone.lower() in _UTC_ZONES
+
+
 def _evaluate(nodes: list[dict[str, Any]], timezone: str = "UTC") -> list[Any]:
     """Evaluate constant nodes in one ``SELECT``; each value as a literal (``_NULL`` for NULL)."""
     statement = {
@@ -505,7 +513,13 @@ def _evaluate(nodes: list[dict[str, Any]], timezone: str = "UTC") -> list[Any]:
             }
         ],
     }
-    table = _run("SELECT * FROM json_execute_serialized_sql(?)", [json.dumps(statement)], timezone)
+    if is_utc(timezone):
+        table = _run("SELECT * FROM json_execute_serialized_sql(?)", [json.dumps(statement)], timezone)
+    else:
+        # json_execute_serialized_sql casts text to TIMESTAMPTZ in UTC whatever the session zone
+        # (DuckDB 2.0), so outside UTC the statement goes back to SQL text and runs as such.
+        text = _run("SELECT json_deserialize_sql(?)", [json.dumps(statement)]).column(0)[0].as_py()
+        table = _run(text, [], timezone)
     return [_to_literal(column[0]) for column in table.columns]
 
 

@@ -31,7 +31,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from adapters.duckdb.parse import _Walker, serialize
+from adapters.duckdb.parse import _Walker, is_utc, serialize
 from adapters.duckdb.scope import TableRef, find_references
 from hudi_expr import (
     AlwaysTrue,
@@ -46,8 +46,6 @@ from index_store import IndexedTable, PruneResult, open_table
 
 __all__ = ["QueryPlan", "TablePlan", "plan", "register", "registered", "sql", "unregister"]
 
-_UTC_ZONES = {"utc", "etc/utc", "gmt", "etc/gmt", "z", "zulu", "universal", "etc/universal"}
-
 
 @dataclass(frozen=True)
 class _Registration:
@@ -56,6 +54,7 @@ class _Registration:
     view_oid: int  # a replaced or dropped view ends the registration
     columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) of a read of every file, in order
     options: str  # read_parquet options after the file list
+    union_by_name: bool
 
 
 _registry: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, _Registration]] = (
@@ -95,7 +94,8 @@ def register(
     view_oid = _view_oids(con).get(name.lower())
     if view_oid is None:  # pragma: no cover - DuckDB just created it
         raise RuntimeError(f"view {name!r} was not created")
-    _registry.setdefault(con, {})[name.lower()] = _Registration(name, indexed, view_oid, columns, options)
+    registration = _Registration(name, indexed, view_oid, columns, options, union_by_name)
+    _registry.setdefault(con, {})[name.lower()] = registration
 
 
 def unregister(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -208,7 +208,7 @@ class _Planner:
     def __init__(self, query: str, timezone: str) -> None:
         self.walker = _Walker(query.encode(), lambda parts: None, 0, timezone)
         self.timezone = timezone
-        self.utc = timezone.lower() in _UTC_ZONES
+        self.utc = is_utc(timezone)
         self.evaluated: set[int] = set()
 
     def prune(self, ref: TableRef, registration: _Registration) -> TablePlan:
@@ -293,11 +293,15 @@ def _true_on_nulls(bound: Expression, schema: pa.Schema) -> bool:
 
 def _source(registration: _Registration, result: PruneResult | None) -> str:
     """The text of a read of ``result``'s files with the registered schema, as a subquery."""
+    nulls = "SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {_quote(c)}" for c, t in registration.columns)
     if result is None or not result.files:
-        nulls = ", ".join(f"CAST(NULL AS {t}) AS {_quote(c)}" for c, t in registration.columns)
-        return f"(SELECT {nulls} WHERE false)"
+        return f"({nulls} WHERE false)"
+    read = _read(result.files, registration.options)
+    if registration.union_by_name:
+        # The kept files may lack columns others have: a typed empty row set supplies them all.
+        read = f"({nulls} WHERE false UNION ALL BY NAME SELECT * FROM {read})"
     projection = ", ".join(f"CAST({_quote(c)} AS {t}) AS {_quote(c)}" for c, t in registration.columns)
-    return f"(SELECT {projection} FROM {_read(result.files, registration.options)})"
+    return f"(SELECT {projection} FROM {read})"
 
 
 def _splice(query: str, refs: Sequence[TableRef], sources: Sequence[str], statement: Any) -> str | None:

@@ -31,6 +31,7 @@ __all__ = ["Pushable", "TableRef", "TableReferences", "column_refs", "conjuncts"
 
 Node = dict[str, Any]
 QUERY_NODES = ("SELECT_NODE",)
+_PAIRED = "rows pair up by position or ASOF, or it is the inner side of SEMI/ANTI"
 
 
 @dataclass(eq=False)
@@ -141,7 +142,7 @@ class _SelectScope:
         if plain and join == "RIGHT":
             self.attached.append((condition, left))
             return _null_filled(left) + right
-        if plain and join == "OUTER":
+        if plain and join in ("FULL", "OUTER"):
             return _null_filled(left + right)
         if kind == "REGULAR" and join in ("SEMI", "ANTI"):
             return left + _blocked(right)
@@ -186,7 +187,7 @@ class _SelectScope:
                     continue
                 null_filled, blocked = flags[id(leaf)]
                 if blocked or leaf.node.get("sample") is not None:
-                    leaf.refused.append((conjunct, "rows pair up by position, sample or ASOF"))
+                    leaf.refused.append((conjunct, _PAIRED))
                 else:
                     leaf.pushable.append(Pushable(conjunct, null_filled))
 

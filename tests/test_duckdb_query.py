@@ -1,0 +1,412 @@
+"""``adapters.duckdb.sql``/``plan``: each pruning rule of the query planner against DuckDB over all files.
+
+Every query runs twice: pruned through the adapter, and by plain DuckDB on a second connection where
+the same names are plain views over every file. Rows (as a multiset), column names and types must
+match. Each rule also has a query whose answer would change if the rule were wrong (an outer join's
+NULL-filled side, a LEFT JOIN's preserved side, a CTE of the same name, a positional join, ...).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from adapters.duckdb import QueryPlan, plan, register, registered, sql, unregister
+from index_store import open_table
+
+N_FILES = 10
+ROWS = 50
+
+
+def _write_table(root: Path) -> None:
+    """Ten files of 50 rows; k is clustered (file i holds 100*i .. 100*i+49), id is not, x has a NaN."""
+    root.mkdir()
+    for i in range(N_FILES):
+        k = list(range(100 * i, 100 * i + ROWS))
+        table = pa.table(
+            {
+                "k": pa.array(k, pa.int64()),
+                "id": pa.array([v * 7919 % 100_003 for v in k], pa.int64()),  # spread over all files
+                "x": pa.array([float("nan") if v == 305 else float(v % 7) for v in k]),
+                "s": pa.array([f"v{i}" if v % 10 else None for v in k]),
+                "d": pa.array([dt.date(2020, 1, 1) + dt.timedelta(days=v) for v in k]),
+                "ts": pa.array(
+                    [dt.datetime(2020, 1, 1, tzinfo=dt.UTC) + dt.timedelta(hours=v) for v in k],
+                    pa.timestamp("us", tz="UTC"),
+                ),
+                "st": pa.array([{"f": v, "g": str(v)} for v in k]),
+            }
+        )
+        pq.write_table(table, root / f"part-{i:02d}.parquet")
+
+
+@pytest.fixture(scope="module")
+def table_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("query") / "t"
+    _write_table(root)
+    open_table(root).build(bloom_columns=["id"])
+    return root
+
+
+@pytest.fixture(scope="module")
+def orders_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("query") / "o"
+    root.mkdir()
+    for i in range(4):
+        keys = list(range(250 * i, 250 * i + 250, 5))
+        pq.write_table(
+            pa.table({"ok": pa.array(keys, pa.int64()), "tag": [f"t{v % 3}" for v in keys]}),
+            root / f"o-{i}.parquet",
+        )
+    open_table(root).build()
+    return root
+
+
+def _all_files(root: Path) -> list[str]:
+    return sorted(str(p) for p in root.rglob("*.parquet") if ".hoodie" not in p.parts)
+
+
+def _plain_view(con: duckdb.DuckDBPyConnection, name: str, root: Path, options: str = "") -> None:
+    """``name`` as DuckDB alone reads it: every file, no index."""
+    files = ", ".join("'" + f + "'" for f in _all_files(root))
+    con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet([{files}], can_have_nan = true{options})")
+
+
+@pytest.fixture()
+def cons(table_dir: Path, orders_dir: Path) -> tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection]:
+    """(adapter connection with t and o registered, baseline connection with plain views)."""
+    con = duckdb.connect()
+    register(con, "t", table_dir)
+    register(con, "o", orders_dir)
+    base = duckdb.connect()
+    for name, root in (("t", table_dir), ("o", orders_dir)):
+        _plain_view(base, name, root)
+    return con, base
+
+
+def check(
+    cons: tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection], query: str, params=None
+) -> QueryPlan:
+    con, base = cons
+    p = plan(con, query, params)
+    got, want = p.relation().to_arrow_table(), base.sql(query, params=params).to_arrow_table()
+    assert got.schema == want.schema
+    assert Counter(map(repr, got.to_pylist())) == Counter(map(repr, want.to_pylist()))
+    return p
+
+
+def kept(p: QueryPlan, alias: str) -> int:
+    [table] = [t for t in p.tables if t.alias == alias]
+    return table.kept
+
+
+# ------------------------------------------------------------------------------ single table
+
+
+def test_where_conjuncts_prune_and_are_reported(cons) -> None:
+    p = check(cons, "SELECT * FROM t WHERE k >= 250 AND k < 420 AND lower(s) <> 'q'")
+    [table] = p.tables
+    assert (table.kept, table.total) == (2, N_FILES)
+    assert table.used == ("k >= 250", "k < 420")
+    assert any("lower(s)" in n and "not translatable" in n for n in table.not_used)
+    text = str(p)
+    assert "t: kept 2 of 10 files" in text and "used:     k >= 250" in text
+
+
+def test_bloom_filter_prunes_a_point_lookup(cons) -> None:
+    # Every file's id range spans most of 0..100002, so only the bloom filters can tell.
+    assert kept(check(cons, "SELECT * FROM t WHERE id = 3"), "t") == 0
+    assert kept(check(cons, f"SELECT * FROM t WHERE id = {412 * 7919 % 100_003}"), "t") == 1
+
+
+def test_empty_result_keeps_names_and_types(cons) -> None:
+    p = check(cons, "SELECT * FROM t WHERE k < 0")
+    assert kept(p, "t") == 0
+    assert p.relation().fetchall() == []
+
+
+def test_where_false_reads_nothing(cons) -> None:
+    assert kept(check(cons, "SELECT count(*), sum(k) FROM t WHERE false"), "t") == 0
+
+
+def test_nan_rows_are_read(cons) -> None:
+    p = check(cons, "SELECT k FROM t WHERE x > 5 OR isnan(x)")
+    assert (305,) in p.relation().fetchall()
+
+
+def test_or_with_an_untranslatable_side_keeps_every_file(cons) -> None:
+    p = check(cons, "SELECT count(*) FROM t WHERE k < 10 OR lower(s) = 'v7'")
+    assert kept(p, "t") == N_FILES
+
+
+def test_struct_field_and_column_aliases(cons) -> None:
+    assert kept(check(cons, "SELECT k FROM t WHERE st.f < 60"), "t") == 1
+    p = check(cons, "SELECT a, b FROM t AS q(a, b) WHERE a BETWEEN 300 AND 320 AND q.b >= 0")
+    assert kept(p, "q") == 1
+
+
+def test_qualified_names(cons) -> None:
+    assert kept(check(cons, "SELECT count(*) FROM main.t WHERE t.k < 100"), "t") == 1
+    assert kept(check(cons, "SELECT count(*) FROM memory.main.t AS x WHERE x.k >= 900"), "x") == 1
+    assert kept(check(cons, 'SELECT count(*) FROM t AS "we""ird" WHERE "we""ird".k < 100'), 'we"ird') == 1
+
+
+def test_parameters_are_passed_and_not_used_for_pruning(cons) -> None:
+    p = check(cons, "SELECT * FROM t WHERE k = ? AND k < 200", params=[120])
+    assert kept(p, "t") == 2
+    p = check(cons, "SELECT * FROM t WHERE k = $key", params={"key": 520})
+    assert kept(p, "t") == N_FILES
+
+
+def test_uncoercible_literal_is_duckdbs_error(cons) -> None:
+    con, base = cons
+    with pytest.raises(duckdb.Error) as pruned:
+        sql(con, "SELECT * FROM t WHERE d = 'not a date'").fetchall()
+    with pytest.raises(duckdb.Error) as plain:
+        base.sql("SELECT * FROM t WHERE d = 'not a date'").fetchall()
+    assert type(pruned.value) is type(plain.value)
+
+
+def test_select_alias_does_not_hide_a_column(cons) -> None:
+    # A table column wins over a SELECT alias of the same name in WHERE.
+    p = check(cons, "SELECT x AS k FROM t WHERE k < 100")
+    assert kept(p, "t") == 1
+
+
+# -------------------------------------------------------------------------------------- joins
+
+
+def test_self_join_prunes_each_alias_with_its_own_conjuncts(cons) -> None:
+    p = check(cons, "SELECT count(*) FROM t a JOIN t b ON a.k = b.k + 100 WHERE a.k < 200 AND b.k < 500")
+    assert (kept(p, "a"), kept(p, "b")) == (2, 5)
+    assert any("relates several tables" in n for n in p.tables[0].not_used)
+
+
+def test_inner_join_on_conjuncts_prune(cons) -> None:
+    p = check(cons, "SELECT count(*) FROM t JOIN o ON o.ok = t.k AND t.k < 300 AND o.tag = 't1'")
+    assert kept(p, "t") == 3
+
+
+def test_left_join_null_filled_side_is_not_pruned_by_is_null(cons) -> None:
+    # The anti-join pattern: pruning b by "b.k IS NULL" would turn matched rows into NULL-filled ones.
+    query = "SELECT count(*) FROM o a LEFT JOIN t b ON a.ok = b.k WHERE b.k IS NULL"
+    p = check(cons, query)
+    assert kept(p, "b") == N_FILES
+    assert any("outer join" in n for n in p.tables[-1].not_used)
+
+
+def test_left_join_null_filled_side_is_pruned_by_null_rejecting_conjuncts(cons) -> None:
+    p = check(cons, "SELECT count(*) FROM o a LEFT JOIN t b ON a.ok = b.k WHERE b.k >= 900")
+    assert kept(p, "b") == 1
+
+
+def test_left_join_on_conjunct_prunes_its_right_side_only(cons) -> None:
+    p = check(cons, "SELECT count(*), count(b.k) FROM o a LEFT JOIN t b ON a.ok = b.k AND b.k < 100")
+    assert kept(p, "b") == 1
+    # About the preserved side, the ON conjunct keeps rows NULL-filled: it must not prune it.
+    p = check(cons, "SELECT count(*), count(b.ok) FROM t a LEFT JOIN o b ON a.k = b.ok AND a.k < 100")
+    assert kept(p, "a") == N_FILES
+    p = check(cons, "SELECT count(*), count(a.k) FROM o b RIGHT JOIN t a ON a.k = b.ok AND a.k < 100")
+    assert kept(p, "a") == N_FILES
+
+
+def test_full_join(cons) -> None:
+    p = check(
+        cons, "SELECT count(*), count(a.k), count(b.k) FROM t a FULL JOIN t b ON a.k = b.k AND a.k < 100"
+    )
+    assert (kept(p, "a"), kept(p, "b")) == (N_FILES, N_FILES)
+    p = check(cons, "SELECT count(*) FROM t a FULL JOIN t b ON a.k = b.k WHERE a.k < 100 AND b.k IS NULL")
+    assert kept(p, "a") == 1 and kept(p, "b") == N_FILES
+
+
+def test_using_columns_are_no_ones(cons) -> None:
+    p = check(cons, "SELECT count(*) FROM t a JOIN (SELECT ok AS k FROM o) b USING (k) WHERE k < 100")
+    assert kept(p, "a") == N_FILES
+    check(cons, "SELECT count(*) FROM t a NATURAL JOIN (SELECT ok AS k FROM o) b WHERE k < 100")
+
+
+def test_positional_and_asof_joins_are_not_pruned(cons) -> None:
+    p = check(cons, "SELECT count(*), sum(b.k) FROM t a POSITIONAL JOIN t b WHERE a.k < 100")
+    assert kept(p, "a") == N_FILES
+    p = check(cons, "SELECT count(*), sum(b.k) FROM t a ASOF JOIN t b ON a.k >= b.k + 1 WHERE b.k < 100")
+    assert kept(p, "b") == N_FILES
+
+
+def test_semi_and_anti_joins_prune_their_left_side(cons) -> None:
+    p = check(cons, "SELECT count(*) FROM t a SEMI JOIN o b ON a.k = b.ok WHERE a.k < 200")
+    assert kept(p, "a") == 2
+    p = check(cons, "SELECT count(*) FROM t a ANTI JOIN t b ON a.k = b.k + 1 WHERE a.k < 200")
+    assert kept(p, "a") == 2 and kept(p, "b") == N_FILES
+
+
+# ---------------------------------------------------------------------- subqueries and CTEs
+
+
+def test_cte_and_subqueries_prune_their_own_where(cons) -> None:
+    p = check(
+        cons,
+        "WITH c AS (SELECT * FROM t WHERE k < 200) "
+        "SELECT count(*) FROM c WHERE c.k > 10 AND k IN (SELECT ok FROM o WHERE ok < 150) "
+        "AND EXISTS (SELECT 1 FROM t i WHERE i.k = c.k AND i.k >= 100)",
+    )
+    assert kept(p, "t") == 2 and kept(p, "i") == 9
+
+
+def test_correlated_reference_prunes_nothing(cons) -> None:
+    p = check(
+        cons, "SELECT count(*) FROM o WHERE EXISTS (SELECT 1 FROM t WHERE t.k = o.ok + 1 AND o.ok < 50)"
+    )
+    assert kept(p, "t") == N_FILES
+
+
+def test_cte_with_the_tables_name_is_not_the_table(cons) -> None:
+    p = check(cons, "WITH t AS (SELECT 7 AS k) SELECT * FROM t WHERE k = 7")
+    assert p.tables == ()
+    p = check(cons, "WITH t AS (SELECT * FROM main.t WHERE k < 100) SELECT count(*) FROM t WHERE k > 50")
+    assert [x.kept for x in p.tables] == [1]
+
+
+def test_set_operations_group_by_window_order_limit(cons) -> None:
+    check(cons, "SELECT k FROM t WHERE k < 50 UNION ALL SELECT k FROM t WHERE k > 950 UNION SELECT 1")
+    check(cons, "SELECT s, count(*) FROM t WHERE k BETWEEN 100 AND 400 GROUP BY s HAVING count(*) > 3")
+    check(cons, "SELECT k, row_number() OVER (PARTITION BY s ORDER BY k) FROM t WHERE k >= 700")
+    p = check(cons, "SELECT k FROM t WHERE k > 500 ORDER BY k DESC LIMIT 3")
+    assert kept(p, "t") == 5
+
+
+def test_sampled_reference_is_left_to_the_view(cons) -> None:
+    p = check(cons, "SELECT count(*) FROM t TABLESAMPLE 100% WHERE k < 100")
+    assert p.tables == ()
+
+
+# ----------------------------------------------------------------------------- time zones
+
+
+def test_zone_dependent_timestamp_tests_are_not_used_outside_utc(cons) -> None:
+    for c in cons:
+        c.execute("SET TimeZone = 'America/New_York'")
+    try:
+        # A zone-less literal against a TIMESTAMPTZ column is read in the session zone (UTC-5).
+        p = check(cons, "SELECT count(*) FROM t WHERE ts < TIMESTAMP '2020-01-05 02:00'")
+        assert kept(p, "t") == N_FILES
+        assert any("time zones" in n for n in p.tables[0].not_used)
+        p = check(cons, "SELECT count(*) FROM t WHERE ts < TIMESTAMPTZ '2020-01-05 02:00'")
+        assert kept(p, "t") == 2  # the literal is read in the session zone: 07:00 UTC, k < 103
+        p = check(cons, "SELECT count(*) FROM t WHERE ts < TIMESTAMPTZ '2020-01-05 02:00+00'")
+        assert kept(p, "t") == 1
+    finally:
+        for c in cons:
+            c.execute("SET TimeZone = 'UTC'")
+    p = check(cons, "SELECT count(*) FROM t WHERE ts < TIMESTAMP '2020-01-05 02:00'")
+    assert kept(p, "t") == 1
+
+
+# ---------------------------------------------------------------------- registration, staleness
+
+
+def test_non_select_statements_run_as_written(cons) -> None:
+    con, _ = cons
+    p = plan(con, "CREATE TABLE copied AS SELECT * FROM t WHERE k < 100")
+    assert p.sql == p.query and "without pruning" in p.note
+    p.relation()
+    assert con.sql("SELECT count(*) FROM copied").fetchall() == [(ROWS,)]
+
+
+def test_replaced_view_ends_the_registration(cons) -> None:
+    con, _ = cons
+    con.execute("CREATE OR REPLACE VIEW t AS SELECT 1 AS k")
+    p = plan(con, "SELECT * FROM t WHERE k = 1")
+    assert p.tables == () and p.relation().fetchall() == [(1,)]
+    assert "t" not in registered(con) and "o" in registered(con)
+
+
+def test_unregister_drops_the_view(cons) -> None:
+    con, _ = cons
+    unregister(con, "o")
+    with pytest.raises(duckdb.CatalogException):
+        con.sql("SELECT * FROM o").fetchall()
+
+
+def test_unindexed_and_deleted_files(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    _write_table(root)
+    table = open_table(root)
+    table.build()
+    con = duckdb.connect()
+    register(con, "t", table)
+    extra = pa.table({"k": pa.array([5], pa.int64())})
+    pq.write_table(pq.read_table(root / "part-00.parquet").slice(0, 1), root / "part-99.parquet")
+    os.remove(root / "part-09.parquet")
+    p = plan(con, "SELECT k FROM t WHERE k < 50")
+    assert p.tables[0].kept == 2 and p.tables[0].total == N_FILES  # part-00 and the unindexed one
+    want = duckdb.sql(
+        "SELECT k FROM read_parquet(?, can_have_nan = true) WHERE k < 50", params=[_all_files(root)]
+    ).fetchall()
+    assert Counter(p.relation().fetchall()) == Counter(want)
+    assert extra.num_rows == 1
+
+
+def test_first_file_schema_does_not_leak(tmp_path: Path) -> None:
+    # DuckDB takes the schema of the first file read: a pruned read starting elsewhere must not.
+    root = tmp_path / "t"
+    root.mkdir()
+    pq.write_table(pa.table({"k": pa.array([1, 2], pa.int32())}), root / "a.parquet")
+    pq.write_table(pa.table({"k": pa.array([10, 20], pa.int64()), "extra": ["x", "y"]}), root / "b.parquet")
+    open_table(root).build()
+    con, base = duckdb.connect(), duckdb.connect()
+    register(con, "t", root)
+    _plain_view(base, "t", root)
+    p = check((con, base), "SELECT * FROM t WHERE k >= 10")
+    assert p.tables[0].kept == 1
+
+
+def test_union_by_name(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    root.mkdir()
+    pq.write_table(pa.table({"k": pa.array([1, 2], pa.int32())}), root / "a.parquet")
+    pq.write_table(pa.table({"extra": ["x", "y"], "k": pa.array([10, 20], pa.int64())}), root / "b.parquet")
+    open_table(root).build()
+    con, base = duckdb.connect(), duckdb.connect()
+    register(con, "t", root, union_by_name=True)
+    _plain_view(base, "t", root, ", union_by_name = true")
+    for query in (
+        "SELECT * FROM t WHERE k < 5",
+        "SELECT * FROM t WHERE k > 5",
+        "SELECT * FROM t WHERE k = 7",
+    ):
+        check((con, base), query)
+
+
+def test_hive_partition_types_are_those_of_all_files(tmp_path: Path) -> None:
+    # Alone, the paths p=1 would type p as BIGINT; with p=x among all files it is VARCHAR.
+    root = tmp_path / "h"
+    for value in ("1", "2", "x"):
+        (root / f"p={value}").mkdir(parents=True)
+        pq.write_table(pa.table({"k": [1, 2, 3]}), root / f"p={value}" / "f.parquet")
+    open_table(root).build()
+    con, base = duckdb.connect(), duckdb.connect()
+    register(con, "h", root)
+    _plain_view(base, "h", root, ", hive_partitioning = true")
+    p = check((con, base), "SELECT * FROM h WHERE p = '1'")
+    assert p.tables[0].kept == 1
+    check((con, base), "SELECT p || '!' AS q, k FROM h WHERE p <= '2'")
+
+
+def test_register_refuses_bad_input(tmp_path: Path) -> None:
+    con = duckdb.connect()
+    with pytest.raises(TypeError):
+        register("not a connection", "t", tmp_path)  # type: ignore[arg-type]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no data files"):
+        register(con, "t", tmp_path / "empty")
+    with pytest.raises(FileNotFoundError):
+        register(con, "t", tmp_path / "missing")
+    with pytest.raises(TypeError):
+        plan(con, 42)  # type: ignore[arg-type]
