@@ -9,13 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from adapters.cli import main
 from hudi_expr import col
-from index_store.cli import main
 
 
 @pytest.fixture
@@ -121,3 +122,36 @@ def test_prune_takes_sql_and_reports_what_it_could_not_use(
     assert "not used for pruning (kept as TRUE): abs(x) > 0.5" in out
     code, _, err = run(capsys, "prune", str(table), "--where", "id >= AND (3")
     assert code == 2 and err.startswith("hudi-index prune: error:")
+
+
+def test_query_reads_only_kept_files_and_says_so(table: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, "build", str(table))
+    query = "SELECT count(*) AS n, sum(id) AS s FROM t WHERE id >= 1100 AND region = 'us'"
+    code, out, err = run(capsys, "query", str(table), query, "--explain", "--csv")
+    assert code == 0, err
+    files = [str(p) for p in table.rglob("*.parquet") if ".hoodie" not in p.parts]
+    [(n, s)] = duckdb.sql(
+        f"SELECT count(*), sum(id) FROM read_parquet({files}, hive_partitioning = true) "
+        "WHERE id >= 1100 AND region = 'us'"
+    ).fetchall()
+    assert out.splitlines() == ['"n","s"', f"{n},{s}"]
+    assert "t: kept 2 of 6 files" in err and "used:     id >= 1100" in err
+    assert "1 rows in" in err
+
+
+def test_query_joins_a_second_table_and_errors_are_one_line(
+    table: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(capsys, "build", str(table))
+    other = tmp_path / "other"
+    other.mkdir()
+    pq.write_table(pa.table({"id": [0, 1001, 5000]}), other / "o.parquet")
+    run(capsys, "build", str(other))
+    query = "SELECT count(*) FROM facts f JOIN other o USING (id) WHERE f.id < 100"
+    code, _, err = run(capsys, "query", str(table), query, "--name", "facts", "--with", f"other={other}")
+    assert code == 0, err
+    assert "f: kept 1 of 6 files" in err and "o: kept 1 of 1 files" in err
+    code, _, err = run(capsys, "query", str(table), "SELECT nope FROM t")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "nope" in err
+    code, _, err = run(capsys, "query", str(table), "SELECT 1", "--with", "bad")
+    assert code == 2 and "NAME=PATH" in err

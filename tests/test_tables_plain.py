@@ -368,3 +368,59 @@ def test_declared_types_are_partial_and_checked(tmp_path: Path) -> None:
         PlainParquetTable(tmp_path, partition_schema=pa.schema([("c", pa.int64())])).list_files()
     with pytest.raises(TableFormatError, match="cannot be read as the declared type"):
         PlainParquetTable(tmp_path, partition_schema=pa.schema([("a", pa.int64())])).list_files()
+
+
+# ------------------------------------------------------------------------------ listing reuse
+
+
+def _age(*folders: Path) -> None:
+    """Date folders back an hour, as if nothing had touched them lately."""
+    old = os.stat(folders[0]).st_mtime - 3600
+    for folder in folders:
+        os.utime(folder, (old, old))
+
+
+def test_listing_is_reused_until_a_folder_changes(tmp_path: Path) -> None:
+    write(tmp_path, "p=1/a.parquet")
+    write(tmp_path, "p=2/b.parquet")
+    _age(tmp_path, tmp_path / "p=1", tmp_path / "p=2")
+    table = PlainParquetTable(tmp_path)
+    assert [f.path for f in table.list_files()] == ["p=1/a.parquet", "p=2/b.parquet"]
+    assert table._listing is not None  # quiet folders: the listing is kept
+    write(tmp_path, "p=2/c.parquet")  # touches p=2 only
+    assert [f.path for f in table.list_files()] == ["p=1/a.parquet", "p=2/b.parquet", "p=2/c.parquet"]
+    _age(tmp_path, tmp_path / "p=1", tmp_path / "p=2")
+    table.list_files()
+    write(tmp_path, "p=3/d.parquet")  # a new folder changes its parent
+    assert "p=3/d.parquet" in [f.path for f in table.list_files()]
+    _age(tmp_path, tmp_path / "p=1", tmp_path / "p=2", tmp_path / "p=3")
+    table.list_files()
+    os.remove(tmp_path / "p=1" / "a.parquet")
+    assert "p=1/a.parquet" not in [f.path for f in table.list_files()]
+
+
+def test_listing_notices_an_empty_file_being_filled(tmp_path: Path) -> None:
+    write(tmp_path, "a.parquet")
+    (tmp_path / "b.parquet").touch()  # a writer has created it, nothing written yet
+    _age(tmp_path)
+    aged = os.stat(tmp_path).st_mtime_ns
+    table = PlainParquetTable(tmp_path)
+    assert [f.path for f in table.list_files()] == ["a.parquet"]
+    assert table._listing is not None
+    write(tmp_path, "b.parquet")  # filled in place
+    os.utime(tmp_path, ns=(aged, aged))  # the folder's time as it was: only b's size tells
+    assert [f.path for f in table.list_files()] == ["a.parquet", "b.parquet"]
+
+
+def test_recently_changed_folders_are_listed_again(tmp_path: Path) -> None:
+    # Within one clock tick a change may leave a folder's time as it was: such listings are not kept.
+    write(tmp_path, "a.parquet")
+    table = PlainParquetTable(tmp_path)
+    table.list_files()
+    assert table._listing is None
+    listed = table.list_files()
+    listed.clear()  # callers get their own list
+    _age(tmp_path)
+    assert len(table.list_files()) == 1
+    table.list_files().clear()
+    assert len(table.list_files()) == 1

@@ -5,14 +5,18 @@ Spark, Hive and DuckDB users expect to be left out: hidden entries (``.hoodie``,
 ``.spark-staging``), underscore entries that are not partitions (``_SUCCESS``, ``_delta_log``,
 ``_temporary``, ``__MACOSX``), and empty files (a write still in progress holds no rows).
 Partition values are typed as DuckDB's ``hive_partitioning`` types them (see ``hive``), or as
-declared by ``partition_schema``. The listing uses ``os.scandir`` only: nothing is opened.
+declared by ``partition_schema``. The listing uses ``os.scandir`` only: nothing is opened. It is
+kept and reused while no folder's modification time has moved (one ``stat`` per folder instead of
+one per file: planning a query lists the table each time).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -38,18 +42,52 @@ def require_directory(path: str | os.PathLike[str]) -> str:
     return root
 
 
-def _walk_parquet(root: str, rel: str = "") -> Iterator[tuple[str, str, int]]:
-    """``(relative dir, file name, size)`` of every visible, non-empty ``*.parquet`` file."""
-    with os.scandir(os.path.join(root, rel) if rel else root) as entries:
+# A folder's modification time can stay the same across changes made within one clock tick (up to
+# 2 s on some file systems), so a listing is reused only for folders untouched for longer than that.
+_RACY_NS = 2_000_000_000
+
+
+@dataclass
+class _Listing:
+    """One scan: the files, their partition schema, and what tells whether it is still current."""
+
+    files: list[DataFile]
+    schema: pa.Schema
+    folders: dict[str, int]  # folder path -> modification time (ns) when it was read
+    empty: list[str]  # empty files, skipped now, to look at again: a write may have filled them
+
+    def current(self) -> bool:
+        """No folder was changed (so no file added, removed or renamed) and no empty file filled."""
+        try:
+            return all(os.stat(d).st_mtime_ns == t for d, t in self.folders.items()) and not any(
+                os.stat(f).st_size for f in self.empty
+            )
+        except OSError:
+            return False
+
+
+def _walk_parquet(
+    root: str, folders: dict[str, int], empty: list[str], rel: str = ""
+) -> Iterator[tuple[str, str, int]]:
+    """``(relative dir, file name, size)`` of every visible, non-empty ``*.parquet`` file.
+
+    Records each folder's modification time (taken before reading it) in ``folders`` and the
+    paths of empty parquet files in ``empty``.
+    """
+    path = os.path.join(root, rel) if rel else root
+    folders[path] = os.stat(path).st_mtime_ns
+    with os.scandir(path) as entries:
         for entry in entries:
             if is_hidden(entry.name):
                 continue
             if entry.is_dir():
-                yield from _walk_parquet(root, f"{rel}/{entry.name}" if rel else entry.name)
+                yield from _walk_parquet(root, folders, empty, f"{rel}/{entry.name}" if rel else entry.name)
             elif entry.name.endswith(".parquet") and entry.is_file():
                 size = entry.stat().st_size
                 if size > 0:
                     yield rel, entry.name, size
+                else:
+                    empty.append(entry.path)
 
 
 class PlainParquetTable:
@@ -72,6 +110,7 @@ class PlainParquetTable:
         self.root = require_directory(root)
         self._declared = partition_schema if partition_schema is not None else pa.schema([])
         self._record_key_field = record_key_field
+        self._listing: _Listing | None = None
 
     def __repr__(self) -> str:
         return f"PlainParquetTable({self.root!r})"
@@ -94,7 +133,14 @@ class PlainParquetTable:
         return self._record_key_field
 
     def _scan(self) -> tuple[list[DataFile], pa.Schema]:
-        found = sorted(_walk_parquet(self.root), key=lambda f: (f[0], f[1]))
+        """The listing, reused while no folder of the table has changed since it was taken."""
+        listing = self._listing
+        if listing is not None and listing.current():
+            return list(listing.files), listing.schema
+        started = time.time_ns()
+        folders: dict[str, int] = {}
+        empty: list[str] = []
+        found = sorted(_walk_parquet(self.root, folders, empty), key=lambda f: (f[0], f[1]))
         dirs = {rel: hive.hive_segments(rel) for rel in dict.fromkeys(rel for rel, _, _ in found)}
         schema = self._schema_of(dirs)
         values = {rel: self._values_of(pairs, schema) for rel, pairs in dirs.items()}
@@ -107,6 +153,8 @@ class PlainParquetTable:
             )
             for rel, name, size in found
         ]
+        quiet = all(t < started - _RACY_NS for t in folders.values())
+        self._listing = _Listing(files, schema, folders, empty) if quiet else None
         return files, schema
 
     def _schema_of(self, dirs: dict[str, list[tuple[str, str]]]) -> pa.Schema:

@@ -1,6 +1,7 @@
-"""``hudi-index``: build, sync, prune, stats, compact and clean a table's metadata index.
+"""``hudi-index``: build, sync, prune, query, stats, compact and clean a table's metadata index.
 
-Errors print as one line on stderr with a non-zero exit code (2 for bad input, 1 otherwise).
+It sits above every package (SQL goes through the DuckDB adapter), hence its place here. Errors
+print as one line on stderr with a non-zero exit code (2 for bad input, 1 otherwise).
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from hudi_expr import Expression, HudiExprError, from_json
-from index_store.table import IndexedTable, open_table
+from index_store import IndexedTable, open_table
 
 __all__ = ["main", "parse_where"]
 
@@ -23,15 +25,20 @@ def parse_where(text: str) -> tuple[Expression, tuple[str, ...]]:
     stripped = text.strip()
     if stripped.startswith(("{", "[")) or stripped in ("true", "false"):
         return from_json(stripped), ()
+    translation = _duckdb("SQL predicates").translate_sql(stripped)
+    return translation.expr, translation.not_used
+
+
+def _duckdb(what: str) -> Any:
+    """The DuckDB adapter, imported on first use: the other commands work without DuckDB."""
     try:
-        from adapters.duckdb import translate_sql
+        import adapters.duckdb
     except ImportError:
         raise ValueError(
-            "SQL predicates need the DuckDB adapter (pip install 'hudi-index[duckdb]'); give the JSON "
-            'form instead, e.g. \'{"op": "gt", "column": "a", "value": 5}\''
+            f"{what} need DuckDB (pip install 'hudi-index[duckdb]'); a --where predicate may be given in "
+            'the JSON form instead, e.g. \'{"op": "gt", "column": "a", "value": 5}\''
         ) from None
-    translation = translate_sql(stripped)
-    return translation.expr, translation.not_used
+    return adapters.duckdb
 
 
 def _table(args: argparse.Namespace) -> IndexedTable:
@@ -70,6 +77,49 @@ def _cmd_prune(args: argparse.Namespace) -> int:
         for f in result.files:
             print(f)
     return 0
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    duck = _duckdb("SQL queries")
+    import duckdb
+
+    con = duckdb.connect()
+    tables = [(args.name or _default_name(args.table), args.table, args.index_path)]
+    for spec in args.with_table or []:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise ValueError(f"--with takes NAME=PATH, got {spec!r}")
+        tables.append((name, path, None))
+    for name, path, index_path in tables:
+        duck.register(con, name, open_table(path, index_path=index_path))
+    t0 = time.perf_counter()
+    planned = duck.plan(con, args.sql)
+    planned_ms = (time.perf_counter() - t0) * 1e3
+    try:
+        result = planned.relation().to_arrow_table()
+    except duckdb.Error as exc:
+        raise ValueError(str(exc).splitlines()[0]) from None
+    total_ms = (time.perf_counter() - t0) * 1e3
+    if args.explain:
+        print(planned, file=sys.stderr)
+    if args.csv:
+        import pyarrow.csv
+
+        pyarrow.csv.write_csv(result, sys.stdout.buffer)
+    else:
+        print(con.from_arrow(result) if result.num_columns else "(no columns)")
+    summary = [f"{result.num_rows} rows in {total_ms:.1f} ms (planning {planned_ms:.1f} ms)"]
+    summary += [f"{t.alias}: kept {t.kept} of {t.total} files" for t in planned.tables]
+    print("; ".join(summary), file=sys.stderr)
+    return 0
+
+
+def _default_name(path: str) -> str:
+    """The table's folder name when it is a plain SQL identifier, else ``t``."""
+    import os
+
+    name = os.path.basename(os.path.normpath(path))
+    return name if name.isidentifier() else "t"
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
@@ -137,6 +187,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("stats", "summarize the index")
     p.add_argument("--columns", nargs="*", help="only these columns")
     p.set_defaults(run=_cmd_stats)
+    p = add("query", "run a SQL query with DuckDB, reading only the files the index keeps")
+    p.add_argument("sql", help="the query; the table is named after its folder (or --name)")
+    p.add_argument("--name", help="the table's name in the query (default: its folder name, else t)")
+    p.add_argument(
+        "--with", dest="with_table", action="append", metavar="NAME=PATH", help="another indexed table"
+    )
+    p.add_argument("--explain", action="store_true", help="print what was kept and why (on stderr)")
+    p.add_argument("--csv", action="store_true", help="print the result as CSV")
+    p.set_defaults(run=_cmd_query)
     add("compact", "rewrite the live index into one checkpoint").set_defaults(run=_cmd_compact)
     p = add("clean", "delete index files no reader needs any more")
     p.add_argument("--retention", type=float, default=3600.0, help="keep files younger than this (seconds)")
