@@ -408,5 +408,8 @@ def test_register_refuses_bad_input(tmp_path: Path) -> None:
         register(con, "t", tmp_path / "empty")
     with pytest.raises(FileNotFoundError):
         register(con, "t", tmp_path / "missing")
+    _write_table(tmp_path / "unindexed")
+    with pytest.raises(ValueError, match="no index yet"):
+        register(con, "t", tmp_path / "unindexed")
     with pytest.raises(TypeError):
         plan(con, 42)  # type: ignore[arg-type]

@@ -249,8 +249,13 @@ class _Walker:
 
     # -- constants ------------------------------------------------------------------------------
 
-    def evaluate_constants(self, root: dict[str, Any] | list[dict[str, Any]]) -> None:
-        """Evaluate every maximal constant subtree with DuckDB, in one query when possible."""
+    def evaluate_constants(
+        self, root: dict[str, Any] | list[dict[str, Any]], parse: str | None = None
+    ) -> dict[str, Any] | None:
+        """Evaluate every maximal constant subtree with DuckDB, in one query when possible.
+
+        ``parse``: SQL text whose syntax tree (``serialize``) is returned, from the same query.
+        """
         found: list[dict[str, Any]] = []
         stack: list[Any] = [root]
         while stack:
@@ -269,14 +274,15 @@ class _Walker:
             elif isinstance(item, list):
                 stack.extend(item)
         if not found:
-            return
+            return None if parse is None else serialize(parse)
+        tree = None
         try:
-            values = _evaluate(found, self.timezone)
+            values, tree = _evaluate(found, self.timezone, parse)
         except duckdb.Error:
             values = []
             for node in found:
                 try:
-                    values.extend(_evaluate([node], self.timezone))
+                    values.extend(_evaluate([node], self.timezone)[0])
                 except duckdb.Error:
                     values.append(None)  # e.g. CAST('x' AS DATE): leave the comparison unused
         for node, value in zip(found, values, strict=True):
@@ -284,6 +290,9 @@ class _Walker:
                 value = int(value)  # an integer literal beyond BIGINT: DuckDB types it DECIMAL(38, 0)
             if value is not None:
                 self.constants[id(node)] = value
+        if parse is not None and tree is None:
+            tree = serialize(parse)
+        return tree
 
     # -- translation ----------------------------------------------------------------------------
 
@@ -489,8 +498,14 @@ def is_utc(timezone: str) -> bool:
     return timezone.lower() in _UTC_ZONES
 
 
-def _evaluate(nodes: list[dict[str, Any]], timezone: str = "UTC") -> list[Any]:
-    """Evaluate constant nodes in one ``SELECT``; each value as a literal (``_NULL`` for NULL)."""
+def _evaluate(
+    nodes: list[dict[str, Any]], timezone: str = "UTC", parse: str | None = None
+) -> tuple[list[Any], dict[str, Any] | None]:
+    """Evaluate constant nodes in one ``SELECT``; each value as a literal (``_NULL`` for NULL).
+
+    With ``parse``, the syntax tree of that SQL text comes back from the same query (a round trip
+    to DuckDB costs more than either).
+    """
     statement = {
         "error": False,
         "statements": [
@@ -513,14 +528,23 @@ def _evaluate(nodes: list[dict[str, Any]], timezone: str = "UTC") -> list[Any]:
             }
         ],
     }
+    tree = None
     if is_utc(timezone):
-        table = _run("SELECT * FROM json_execute_serialized_sql(?)", [json.dumps(statement)], timezone)
+        if parse is None:
+            table = _run("SELECT * FROM json_execute_serialized_sql(?)", [json.dumps(statement)])
+        else:
+            table = _run(
+                "SELECT json_serialize_sql(?), * FROM json_execute_serialized_sql(?)",
+                [parse, json.dumps(statement)],
+            )
+            tree = json.loads(table.column(0)[0].as_py())
+            table = table.remove_column(0)
     else:
         # json_execute_serialized_sql casts text to TIMESTAMPTZ in UTC whatever the session zone
         # (DuckDB 2.0), so outside UTC the statement goes back to SQL text and runs as such.
         text = _run("SELECT json_deserialize_sql(?)", [json.dumps(statement)]).column(0)[0].as_py()
         table = _run(text, [], timezone)
-    return [_to_literal(column[0]) for column in table.columns]
+    return [_to_literal(column[0]) for column in table.columns], tree
 
 
 def _to_literal(scalar: pa.Scalar) -> Any:

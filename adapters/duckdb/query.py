@@ -22,6 +22,7 @@ planner does not rewrite (inside PIVOT, with TABLESAMPLE or AT) read the registe
 from __future__ import annotations
 
 import copy
+import json
 import os
 import weakref
 from collections.abc import Sequence
@@ -31,7 +32,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from adapters.duckdb.parse import _Walker, is_utc, serialize
+from adapters.duckdb.parse import _Walker, is_utc
 from adapters.duckdb.scope import TableRef, find_references
 from hudi_expr import (
     AlwaysTrue,
@@ -80,6 +81,8 @@ def register(
     files = [os.path.join(indexed.root, f.path) for f in indexed.reader.list_files()]
     if not files:
         raise ValueError(f"{indexed.root} has no data files: DuckDB cannot read a table without one")
+    if not len(indexed.snapshot().schema):
+        raise ValueError(f"{indexed.root} has no index yet: build it first (hudi-index build {indexed.root})")
     partition_columns = indexed.reader.partition_schema().names if indexed.reader.kind == "parquet" else []
     options = f"hive_partitioning = {'true' if partition_columns else 'false'}, can_have_nan = true"
     if union_by_name:
@@ -163,11 +166,12 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
     """Plan ``query`` on ``con``: prune each registered table it reads, say how (``str(plan)``)."""
     if not isinstance(query, str):
         raise TypeError(f"expected SQL text, got {type(query).__name__}")
-    timezone, database, views = _session(con)
-    registrations = _live_registrations(con, views) if con in _registry else {}
+    if con not in _registry:
+        return QueryPlan(query, query, (), "no table is registered on this connection", params, con)
+    timezone, database, views, tree = _session(con, query)
+    registrations = _live_registrations(con, views)
     if not registrations:
         return QueryPlan(query, query, (), "no table is registered on this connection", params, con)
-    tree = serialize(query)
     statements = tree.get("statements") or []
     if tree.get("error") or len(statements) != 1:
         why = "not a single SELECT statement" if not tree.get("error") else tree.get("error_message", "")
@@ -190,16 +194,21 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
     if not refs:
         return QueryPlan(query, query, (), "", params, con)
     planner = _Planner(query, timezone)
-    tables = [planner.prune(ref, registrations[str(ref.registered).lower()]) for ref in refs]
+    placeholders = [f"__hudi_ref_{k}" for k in range(len(refs))]
+    # The literals of every conjunct, and the check of the splice (the query with placeholders
+    # where the references were, parsed back), in one round trip to DuckDB.
+    checked = planner.walker.evaluate_constants(
+        [p.node for ref in refs for p in ref.pushable], parse=_spliced(query, refs, placeholders)
+    )
+    tables = tuple(planner.prune(ref, registrations[str(ref.registered).lower()]) for ref in refs)
+    if not _same_but_renamed(checked, statement, refs, placeholders):
+        note = "run as written, without pruning: the rewritten text did not parse back to the same query"
+        return QueryPlan(query, query, tables, note, params, con)
     sources = [
         _source(registrations[str(ref.registered).lower()], table.result)
         for ref, table in zip(refs, tables, strict=True)
     ]
-    rewritten = _splice(query, refs, sources, statement)
-    if rewritten is None:
-        note = "run as written, without pruning: the rewritten text did not parse back to the same query"
-        return QueryPlan(query, query, tuple(tables), note, params, con)
-    return QueryPlan(query, rewritten, tuple(tables), "", params, con)
+    return QueryPlan(query, _spliced(query, refs, sources), tables, "", params, con)
 
 
 class _Planner:
@@ -209,13 +218,8 @@ class _Planner:
         self.walker = _Walker(query.encode(), lambda parts: None, 0, timezone)
         self.timezone = timezone
         self.utc = is_utc(timezone)
-        self.evaluated: set[int] = set()
 
     def prune(self, ref: TableRef, registration: _Registration) -> TablePlan:
-        nodes = [p.node for p in ref.pushable if id(p.node) not in self.evaluated]
-        if nodes:
-            self.walker.evaluate_constants(nodes)  # all of a reference's literals in one query
-            self.evaluated.update(id(n) for n in nodes)
         self.walker.resolve = ref.column_path
         schema = registration.table.snapshot().schema
         used: list[str] = []
@@ -304,26 +308,25 @@ def _source(registration: _Registration, result: PruneResult | None) -> str:
     return f"(SELECT {projection} FROM {read})"
 
 
-def _splice(query: str, refs: Sequence[TableRef], sources: Sequence[str], statement: Any) -> str | None:
-    """``query`` with each reference's text replaced by its source; None if that changes more.
-
-    The check splices placeholders first and parses the result: it must be the original tree
-    with exactly those references renamed.
-    """
-    placeholders = [f"__hudi_ref_{k}" for k in range(len(refs))]
-    checked = _parse(_spliced(query, refs, placeholders))
-    if checked is None:
-        return None
+def _same_but_renamed(
+    checked: Any, statement: Any, refs: Sequence[TableRef], placeholders: Sequence[str]
+) -> bool:
+    """Whether ``checked`` (the parsed text with ``placeholders`` spliced in for ``refs``) is
+    ``statement`` with exactly those references renamed, each keeping its alias."""
+    statements = (checked or {}).get("statements") or []
+    if (checked or {}).get("error") or len(statements) != 1:
+        return False
+    tree = statements[0]["node"]
     by_name = {p: ref.node for p, ref in zip(placeholders, refs, strict=True)}
     seen: set[str] = set()
-    stack: list[Any] = [checked]
+    stack: list[Any] = [tree]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             if item.get("type") == "BASE_TABLE" and item.get("table_name") in by_name:
                 name = item["table_name"]
                 if name in seen or str(item.get("alias")) != _alias_of(by_name[name]):
-                    return None
+                    return False
                 seen.add(name)
                 item.clear()
                 item.update(copy.deepcopy(by_name[name]))
@@ -331,9 +334,7 @@ def _splice(query: str, refs: Sequence[TableRef], sources: Sequence[str], statem
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-    if seen != set(placeholders) or _located(checked) != _located(statement):
-        return None
-    return _spliced(query, refs, sources)
+    return seen == set(placeholders) and _located(tree) == _located(statement)
 
 
 def _spliced(query: str, refs: Sequence[TableRef], sources: Sequence[str]) -> str:
@@ -355,12 +356,6 @@ def _spliced(query: str, refs: Sequence[TableRef], sources: Sequence[str]) -> st
 
 def _alias_of(node: dict[str, Any]) -> str:
     return str(node.get("alias") or node.get("table_name"))
-
-
-def _parse(query: str) -> Any:
-    tree = serialize(query)
-    statements = tree.get("statements") or []
-    return None if tree.get("error") or len(statements) != 1 else statements[0]["node"]
 
 
 _LOCATION_KEYS = ("query_location", "query_location_length")
@@ -387,17 +382,18 @@ def _live_registrations(con: duckdb.DuckDBPyConnection, views: dict[str, str]) -
 
 
 _SESSION = (
-    "SELECT current_setting('TimeZone'), current_database(), list(view_name), list(view_oid)"
-    " FROM duckdb_views() WHERE NOT internal AND NOT temporary AND database_name = current_database()"
-    " AND schema_name = 'main'"
+    "SELECT current_setting('TimeZone'), current_database(), list(view_name), list(view_oid), "
+    "json_serialize_sql({query}) FROM duckdb_views() WHERE NOT internal AND NOT temporary "
+    "AND database_name = current_database() AND schema_name = 'main'"
 )
 
 
-def _session(con: duckdb.DuckDBPyConnection) -> tuple[str, str, dict[str, int]]:
-    """The session time zone (literals are read in it), the current database and its views."""
-    [(timezone, database, names, oids)] = con.execute(_SESSION).fetchall()
+def _session(con: duckdb.DuckDBPyConnection, query: str = "") -> tuple[str, str, dict[str, int], Any]:
+    """The session time zone (literals are read in it), the current database, its views by name
+    and the syntax tree of ``query``: one round trip on the user's connection."""
+    [(timezone, database, names, oids, tree)] = con.execute(_SESSION.format(query=_string(query))).fetchall()
     views = {str(n).lower(): int(oid) for n, oid in zip(names or [], oids or [], strict=True)}
-    return str(timezone), str(database), views
+    return str(timezone), str(database), views, json.loads(tree)
 
 
 def _view_oids(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
