@@ -1,4 +1,5 @@
-"""Shared fixtures: the real Hudi tables of tests/data/hudi, extracted once per session."""
+"""Shared fixtures: the real Hudi tables of tests/data/hudi, extracted once per session, and one
+local Spark session."""
 
 from __future__ import annotations
 
@@ -33,3 +34,14 @@ def copy_table(hudi_tables: dict[str, Path], tmp_path: Path) -> Callable[[str], 
         return Path(shutil.copytree(hudi_tables[name], tmp_path / name))
 
     return copy
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """One real local Spark session (``local[2]``, 1 GB driver, UI off) for the whole test run."""
+    from adapters.spark import local_session
+
+    session = local_session(app_name="hudi-index-tests", memory="1g")
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
