@@ -413,3 +413,30 @@ def test_register_refuses_bad_input(tmp_path: Path) -> None:
         register(con, "t", tmp_path / "unindexed")
     with pytest.raises(TypeError):
         plan(con, 42)  # type: ignore[arg-type]
+
+
+def test_names_that_do_not_reach_mains_view_are_left_alone(cons) -> None:
+    con, base = cons
+    # A temporary view of the same name hides main's for unqualified names.
+    for c in cons:
+        c.execute("CREATE TEMP VIEW t AS SELECT 5 AS k")
+    try:
+        for query in ("SELECT * FROM t WHERE k = 5", "SELECT * FROM main.t WHERE k = 5"):
+            p = check(cons, query)  # DuckDB looks in temp.main first, for main.t too
+            assert p.tables == () and p.relation().fetchall() == [(5,)]
+        assert kept(check(cons, "SELECT count(*) FROM memory.main.t WHERE k < 100"), "t") == 1
+    finally:
+        for c in cons:
+            c.execute("DROP VIEW temp.t")
+    # So does a schema searched before main.
+    for c in cons:
+        c.execute("CREATE SCHEMA other; CREATE TABLE other.t AS SELECT 6 AS k; SET schema = 'other'")
+    try:
+        p = check(cons, "SELECT * FROM t WHERE k = 6")
+        assert p.tables == () and p.relation().fetchall() == [(6,)]
+        assert kept(check(cons, "SELECT count(*) FROM main.t WHERE k < 100"), "t") == 1
+    finally:
+        for c in cons:
+            c.execute("SET schema = 'main'")
+    assert kept(check(cons, "SELECT count(*) FROM t WHERE k < 100"), "t") == 1
+    assert con is not base

@@ -168,21 +168,33 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
         raise TypeError(f"expected SQL text, got {type(query).__name__}")
     if con not in _registry:
         return QueryPlan(query, query, (), "no table is registered on this connection", params, con)
-    timezone, database, views, tree = _session(con, query)
-    registrations = _live_registrations(con, views)
+    session = _session(con, query)
+    registrations = _live_registrations(con, session.views)
     if not registrations:
         return QueryPlan(query, query, (), "no table is registered on this connection", params, con)
-    statements = tree.get("statements") or []
-    if tree.get("error") or len(statements) != 1:
-        why = "not a single SELECT statement" if not tree.get("error") else tree.get("error_message", "")
+    statements = session.tree.get("statements") or []
+    if session.tree.get("error") or len(statements) != 1:
+        error = session.tree.get("error_message", "")
+        why = error if session.tree.get("error") else "not a single SELECT statement"
         return QueryPlan(query, query, (), f"run as written, without pruning ({why})", params, con)
     statement = statements[0]["node"]
+    # A name reads main's view unless another schema is searched first (unqualified names) or a
+    # temporary view or table of that name hides it (DuckDB looks in temp.main first, also for
+    # ``main.name``).
+    unqualified = session.schema.lower() == "main"
 
     def columns_of(node: dict[str, Any]) -> tuple[str, dict[str, str]] | None:
-        registration = registrations.get(str(node.get("table_name", "")).lower())
-        if registration is None or str(node.get("schema_name") or "main").lower() != "main":
+        name = str(node.get("table_name", "")).lower()
+        registration = registrations.get(name)
+        catalog = str(node.get("catalog_name") or "").lower()
+        schema = str(node.get("schema_name") or "").lower()
+        if (
+            registration is None
+            or schema not in ("main", "")
+            or catalog not in ("", session.database.lower())
+        ):
             return None
-        if str(node.get("catalog_name") or database).lower() != database.lower():
+        if not catalog and (name in session.temporary or (not schema and not unqualified)):
             return None
         return registration.name, {c.lower(): c for c, _ in registration.columns}
 
@@ -193,7 +205,7 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
     ]
     if not refs:
         return QueryPlan(query, query, (), "", params, con)
-    planner = _Planner(query, timezone)
+    planner = _Planner(query, session.timezone)
     placeholders = [f"__hudi_ref_{k}" for k in range(len(refs))]
     # The literals of every conjunct, and the check of the splice (the query with placeholders
     # where the references were, parsed back), in one round trip to DuckDB.
@@ -381,23 +393,43 @@ def _live_registrations(con: duckdb.DuckDBPyConnection, views: dict[str, str]) -
     return dict(registrations)
 
 
+_MAIN = "NOT temporary AND database_name = current_database() AND schema_name = 'main'"
 _SESSION = (
-    "SELECT current_setting('TimeZone'), current_database(), list(view_name), list(view_oid), "
-    "json_serialize_sql({query}) FROM duckdb_views() WHERE NOT internal AND NOT temporary "
-    "AND database_name = current_database() AND schema_name = 'main'"
+    "SELECT current_setting('TimeZone'), current_database(), current_schema(), "
+    f"list(view_name) FILTER ({_MAIN}), list(view_oid) FILTER ({_MAIN}), "
+    "list(view_name) FILTER (temporary), "
+    "(SELECT list(table_name) FROM duckdb_tables() WHERE temporary), "
+    "json_serialize_sql({query}) FROM duckdb_views() WHERE NOT internal"
 )
 
 
-def _session(con: duckdb.DuckDBPyConnection, query: str = "") -> tuple[str, str, dict[str, int], Any]:
-    """The session time zone (literals are read in it), the current database, its views by name
-    and the syntax tree of ``query``: one round trip on the user's connection."""
-    [(timezone, database, names, oids, tree)] = con.execute(_SESSION.format(query=_string(query))).fetchall()
-    views = {str(n).lower(): int(oid) for n, oid in zip(names or [], oids or [], strict=True)}
-    return str(timezone), str(database), views, json.loads(tree)
+@dataclass(frozen=True)
+class _Session:
+    """What a plan needs to know of the user's connection, read in one round trip."""
+
+    timezone: str  # literals are read in it
+    database: str
+    schema: str  # unqualified names are looked up here first
+    views: dict[str, int]  # views of main, by lower-case name: their oids
+    temporary: frozenset[str]  # lower-case names of temporary views and tables: they hide main's
+    tree: Any  # the syntax tree of the query
+
+
+def _session(con: duckdb.DuckDBPyConnection, query: str = "") -> _Session:
+    [row] = con.execute(_SESSION.replace("{query}", _string(query))).fetchall()
+    timezone, database, schema, names, oids, temp_views, temp_tables, tree = row
+    return _Session(
+        str(timezone),
+        str(database),
+        str(schema),
+        {str(n).lower(): int(oid) for n, oid in zip(names or [], oids or [], strict=True)},
+        frozenset(str(n).lower() for n in [*(temp_views or []), *(temp_tables or [])]),
+        json.loads(tree),
+    )
 
 
 def _view_oids(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    return _session(con)[2]
+    return _session(con).views
 
 
 def _read(files: Sequence[str], options: str) -> str:
