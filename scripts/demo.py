@@ -152,7 +152,7 @@ def main() -> int:
 
     print("\nthe plan of the point lookup (files kept by which statistics):")
     print(plan(con, queries[2][1]))
-    print(f'\ntry: hudi-index prune {tables["lineitem"][0]} --where "l_orderkey = {key}"')
+    print(f'\ntry: hudi-index query {tables["lineitem"][0]} "{LOOKUP.format(key=key)}" --explain')
     for title, got, expected in wrong:
         print(f"\n{title}: pruned {got[:3]} != full {expected[:3]}", file=sys.stderr)
     return 1 if wrong else 0

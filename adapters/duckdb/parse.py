@@ -104,7 +104,7 @@ def translate_sql(sql: str, table_aliases: Iterable[str] = ()) -> Translation:
     aliases = {table_aliases} if isinstance(table_aliases, str) else set(table_aliases)
     query = _PREFIX + sql
     where = _parse_where(sql, query)
-    walker = _Walker(query.encode(), _strip_aliases({a.lower() for a in aliases}), _PREFIX_BYTES)
+    walker = Walker(query.encode(), _strip_aliases({a.lower() for a in aliases}), _PREFIX_BYTES)
     walker.evaluate_constants(where)
     expr = walker.translate(where, negated=False)
     return Translation(expr, tuple(dict.fromkeys(walker.not_used)))
@@ -224,7 +224,7 @@ class _Null:
 _NULL = _Null()
 
 
-class _Walker:
+class Walker:
     """Translates WHERE trees of one query; collects the text of the parts that were not used.
 
     ``resolve`` maps the name parts of a column reference to a column path (None: not a column of

@@ -32,7 +32,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from adapters.duckdb.parse import _Walker, is_utc
+from adapters.duckdb.parse import Walker, is_utc
 from adapters.duckdb.scope import TableRef, find_references
 from hudi_expr import (
     AlwaysTrue,
@@ -227,7 +227,7 @@ class _Planner:
     """Translates and checks the conjuncts of one query; prunes each reference with them."""
 
     def __init__(self, query: str, timezone: str) -> None:
-        self.walker = _Walker(query.encode(), lambda parts: None, 0, timezone)
+        self.walker = Walker(query.encode(), lambda parts: None, 0, timezone)
         self.timezone = timezone
         self.utc = is_utc(timezone)
 
@@ -254,7 +254,7 @@ class _Planner:
             except BindError as exc:
                 not_used.append(f"{text}  ({exc})")
                 continue
-            if pushable.null_rejecting and _true_on_nulls(expr, schema):
+            if pushable.needs_null_rejection and _true_on_nulls(expr, schema):
                 not_used.append(f"{text}  (TRUE on the NULL rows of an outer join)")
                 continue
             used.append(text)

@@ -9,11 +9,11 @@ the rows the conjunct lets through:
 - below an INNER or CROSS join (and on the outer side of a LEFT/RIGHT join, and the left side of a
   SEMI/ANTI join), any conjunct may;
 - on the NULL-filled side of an outer join, only a conjunct that is not TRUE on an all-NULL row
-  (the caller checks that; ``Pushable.null_rejecting``), because the rows the join fills with NULLs
-  would otherwise pass a test like ``b.x IS NULL``; a LEFT JOIN's own ON conjuncts about its right
-  side may, as filtering that side first is what ON means;
-- under any other join (FULL of an ON, ASOF, POSITIONAL, the right of SEMI/ANTI) nothing from
-  above may, since which row pairs with which depends on the rows that are there.
+  (the caller checks: ``Pushable.needs_null_rejection``), because the rows the join fills with
+  NULLs would otherwise pass a test like ``b.x IS NULL``; a LEFT JOIN's own ON conjuncts about its
+  right side may, as filtering that side first is what ON means (a FULL JOIN's may not);
+- under ASOF and POSITIONAL joins and on the right of SEMI/ANTI joins nothing from above may,
+  since which row pairs with which depends on the rows that are there.
 
 An unqualified column belongs to the reference whose table has that column: if two did, DuckDB
 would reject the query as ambiguous, and a table's own columns hide outer ones and SELECT aliases.
@@ -66,10 +66,10 @@ class TableRef:
 
 @dataclass(frozen=True)
 class Pushable:
-    """A conjunct that may prune a reference; ``null_rejecting``: only if NULLs fail it."""
+    """A conjunct that may prune a reference; ``needs_null_rejection``: only if NULLs fail it."""
 
     node: Node
-    null_rejecting: bool
+    needs_null_rejection: bool
 
 
 @dataclass
