@@ -27,7 +27,14 @@ from hudi_expr.stats import leaf_columns
 from index_store.errors import TableFormatError
 from index_store.tables.base import DataFile
 
-__all__ = ["BuiltFiles", "compute_stats"]
+__all__ = [
+    "BuiltFiles",
+    "ComputeStats",
+    "compute_stats",
+    "compute_stats_from_footers",
+    "merge_built",
+    "open_footers",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -43,6 +50,12 @@ class BuiltFiles:
     exact_columns: tuple[str, ...]  # partition columns: their bounds are the values
 
 
+# What ``IndexedTable.build(compute=...)`` calls instead of ``compute_stats`` (a distributed build):
+# ``compute(root, files, partition_schema, bloom_columns=..., fpp=..., progress=...)``, returning
+# exactly what ``compute_stats`` would, files in the same order.
+ComputeStats = Callable[..., BuiltFiles]
+
+
 def compute_stats(
     root: str,
     files: Sequence[DataFile],
@@ -56,11 +69,42 @@ def compute_stats(
     """Stats for ``files`` under ``root``; ``data_schema`` defaults to the union of their schemas."""
     if not files:
         return BuiltFiles(files, FileStats([], [], {}, data_schema or pa.schema([])), {}, ())
-    workers = workers or min(8, (os.cpu_count() or 2) * 2)
-    show = sys.stderr.isatty() if progress is None else progress
+    footers = open_footers(root, files, progress, workers)
+    return compute_stats_from_footers(
+        files, footers, partition_schema, data_schema, bloom_columns, fpp, progress, workers
+    )
+
+
+def open_footers(
+    root: str, files: Sequence[DataFile], progress: bool | None = None, workers: int | None = None
+) -> list[pq.ParquetFile]:
+    """The opened parquet files (footers read) of ``files`` under ``root``, in order.
+
+    Raises ``TableFormatError`` naming the first file (in order) that is gone or not parquet.
+    """
     paths = [os.path.join(root, f.path) for f in files]
-    footers = _parallel(_open_parquet, paths, workers, show, "reading footers")
-    arrow_schemas = [f.schema_arrow for f in footers]
+    return _parallel(_open_parquet, paths, _workers(workers), _show(progress), "reading footers")
+
+
+def compute_stats_from_footers(
+    files: Sequence[DataFile],
+    footers: Sequence[pq.ParquetFile],
+    partition_schema: pa.Schema,
+    data_schema: pa.Schema | None = None,
+    bloom_columns: Iterable[str] = (),
+    fpp: float = 0.01,
+    progress: bool | None = None,
+    workers: int | None = None,
+    arrow_schemas: Sequence[pa.Schema] | None = None,
+) -> BuiltFiles:
+    """``compute_stats`` of already opened files (``open_footers``): split so that a distributed
+    build can look at the files' schemas (``arrow_schemas``, if the caller has them) first."""
+    if not files:
+        return BuiltFiles(files, FileStats([], [], {}, data_schema or pa.schema([])), {}, ())
+    workers = _workers(workers)
+    show = _show(progress)
+    if arrow_schemas is None:
+        arrow_schemas = [f.schema_arrow for f in footers]
     if data_schema is None:
         data_schema = unify_schemas(arrow_schemas)
     data_schema = pa.schema([f for f in data_schema if f.name not in partition_schema.names])
@@ -89,6 +133,36 @@ def compute_stats(
         blooms = {}
     stats = _with_partition_values(stats, files, partition_schema)
     return BuiltFiles(files, stats, blooms, tuple(partition_schema.names))
+
+
+def merge_built(parts: Sequence[BuiltFiles]) -> BuiltFiles:
+    """The ``BuiltFiles`` of all files of ``parts``, in order: what ``compute_stats`` returns for
+    the concatenated file list when every part was computed with the same ``data_schema``."""
+    parts = [p for p in parts if len(p.files)]
+    if not parts:
+        return BuiltFiles([], FileStats([], [], {}, pa.schema([])), {}, ())
+    first = parts[0]
+    for p in parts[1:]:
+        if not p.stats.schema.equals(first.stats.schema, check_metadata=True):
+            raise ValueError(
+                f"cannot merge stats of different schemas: {first.stats.schema} vs {p.stats.schema}"
+            )
+        if p.exact_columns != first.exact_columns or p.blooms.keys() != first.blooms.keys():
+            raise ValueError("cannot merge stats built with different partition or bloom columns")
+    return BuiltFiles(
+        [f for p in parts for f in p.files],
+        FileStats.concat([p.stats for p in parts], first.stats.schema),
+        {c: [b for p in parts for b in p.blooms[c]] for c in first.blooms},
+        first.exact_columns,
+    )
+
+
+def _workers(workers: int | None) -> int:
+    return workers or min(8, (os.cpu_count() or 2) * 2)
+
+
+def _show(progress: bool | None) -> bool:
+    return sys.stderr.isatty() if progress is None else progress
 
 
 def _open_parquet(path: str) -> pq.ParquetFile:

@@ -26,7 +26,7 @@ from hudi_expr.explain import Explanation
 from hudi_expr.inclusive import prepare
 from hudi_expr.stats import leaf_columns
 from index_store import tables as _tables
-from index_store.builder import BuiltFiles, compute_stats
+from index_store.builder import BuiltFiles, ComputeStats, compute_stats
 from index_store.errors import CommitConflictError, IndexCorruptError
 from index_store.partitions import (
     FILES_SCHEMA,
@@ -214,14 +214,22 @@ class IndexedTable:
     # ------------------------------------------------------------------------------- writing
 
     def build(
-        self, bloom_columns: Sequence[str] | None = None, fpp: float = 0.01, progress: bool | None = None
+        self,
+        bloom_columns: Sequence[str] | None = None,
+        fpp: float = 0.01,
+        progress: bool | None = None,
+        compute: ComputeStats | None = None,
     ) -> int:
-        """Index every live data file from scratch (a checkpoint commit); returns its version."""
+        """Index every live data file from scratch (a checkpoint commit); returns its version.
+
+        ``compute`` replaces ``compute_stats`` (same arguments and result), e.g. to compute the
+        stats on a cluster; listing and committing stay here, so the index is the same.
+        """
         files = self.reader.list_files()
         if bloom_columns is None:
             key = self.reader.record_key_field()
             bloom_columns = [key] if key else []
-        built = compute_stats(
+        built = (compute or compute_stats)(
             self.root,
             files,
             self.reader.partition_schema(),
@@ -229,6 +237,8 @@ class IndexedTable:
             fpp=fpp,
             progress=progress,
         )
+        if compute is not None and [f.path for f in built.files] != [f.path for f in files]:
+            raise ValueError("compute returned stats of other files than it was given (or out of order)")
         info = self._info(bloom_columns, fpp)
 
         def prepare_commit(snap: Snapshot) -> Commit:

@@ -44,6 +44,8 @@ def _write_table(root: Path) -> None:
                 "st": pa.array([{"f": v, "g": str(v)} for v in k]),
             }
         )
+        required = pa.field("nn", pa.int64(), nullable=False)  # written as REQUIRED, as tpchgen does
+        table = table.append_column(required, pa.array(k, pa.int64()))
         pq.write_table(table, root / f"part-{i:02d}.parquet")
 
 
@@ -158,6 +160,18 @@ def test_qualified_names(cons) -> None:
     assert kept(check(cons, 'SELECT count(*) FROM t AS "we""ird" WHERE "we""ird".k < 100'), 'we"ird') == 1
 
 
+def test_schema_qualified_columns_and_names_of_expressions(cons) -> None:
+    # main.t.k cannot name a spliced "(...) AS t": such a reference is read as written.
+    check(cons, "SELECT count(*) FROM main.t WHERE main.t.k < 100")
+    check(cons, "SELECT count(*) FROM t WHERE memory.main.t.k < 100")
+    assert kept(check(cons, "SELECT count(*) FROM main.t AS x WHERE x.k < 100"), "x") == 1
+    # An unaliased expression is named by its text, which holds the spliced reference.
+    p = check(cons, "SELECT (SELECT count(*) FROM t WHERE k < 100), 1 + 1, (SELECT max(ok) FROM o) AS m")
+    assert kept(p, "t") == 1
+    p = check(cons, "SELECT k, EXISTS (SELECT 1 FROM o WHERE ok = k) FROM t WHERE k < 100 ORDER BY k DESC")
+    assert p.relation().fetchall()[0][0] == 49  # the order survives the renaming
+
+
 def test_parameters_are_passed_and_not_used_for_pruning(cons) -> None:
     p = check(cons, "SELECT * FROM t WHERE k = ? AND k < 200", params=[120])
     assert kept(p, "t") == 2
@@ -200,6 +214,13 @@ def test_left_join_null_filled_side_is_not_pruned_by_is_null(cons) -> None:
     p = check(cons, query)
     assert kept(p, "b") == N_FILES
     assert any("outer join" in n for n in p.tables[-1].not_used)
+
+
+def test_not_null_column_is_null_on_the_null_filled_side(cons) -> None:
+    # In the table "nn IS NULL" is FALSE (REQUIRED column); on the rows a LEFT JOIN fills it is TRUE.
+    p = check(cons, "SELECT count(*) FROM o a LEFT JOIN t b ON a.ok = b.nn WHERE b.nn IS NULL")
+    assert kept(p, "b") == N_FILES
+    assert kept(check(cons, "SELECT count(*) FROM t WHERE nn IS NULL"), "t") == 0
 
 
 def test_left_join_null_filled_side_is_pruned_by_null_rejecting_conjuncts(cons) -> None:

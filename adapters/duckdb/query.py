@@ -33,7 +33,7 @@ import duckdb
 import pyarrow as pa
 
 from adapters.duckdb.parse import Walker, is_utc
-from adapters.duckdb.scope import TableRef, find_references
+from adapters.duckdb.scope import TableRef, column_refs, find_references
 from hudi_expr import (
     AlwaysTrue,
     And,
@@ -198,10 +198,14 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
             return None
         return registration.name, {c.lower(): c for c, _ in registration.columns}
 
+    qualified = _schema_qualified(statement, session.database)
     refs = [
         ref
         for ref in find_references(statement, columns_of).references
-        if ref.node.get("sample") is None and ref.node.get("at_clause") is None
+        if ref.node.get("sample") is None
+        and ref.node.get("at_clause") is None
+        # ``main.t.col`` cannot name the spliced ``(...) AS t``: such references stay as written.
+        and (ref.node.get("alias") or str(ref.node.get("table_name")).lower() not in qualified)
     ]
     if not refs:
         return QueryPlan(query, query, (), "", params, con)
@@ -220,7 +224,13 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
         _source(registrations[str(ref.registered).lower()], table.result)
         for ref, table in zip(refs, tables, strict=True)
     ]
-    return QueryPlan(query, _spliced(query, refs, sources), tables, "", params, con)
+    rewritten = _spliced(query, refs, sources)
+    if _names_from_text(statement, refs):
+        # DuckDB names an unaliased expression by its text; with a reference spliced into it the
+        # text changed, so the original names are put back, by position.
+        names = ", ".join(_quote(c) for c in con.sql(query, params=params).columns)
+        rewritten = f"SELECT * FROM ({rewritten}) AS __hudi_named({names})"
+    return QueryPlan(query, rewritten, tables, "", params, con)
 
 
 class _Planner:
@@ -249,13 +259,13 @@ class _Planner:
                 not_used.append(f"{text}  ({why})")
                 continue
             not_used += [f"{part}  (not translatable)" for part in self.walker.not_used]
+            if pushable.needs_null_rejection and _true_on_nulls(expr, schema):
+                not_used.append(f"{text}  (TRUE on the NULL rows of an outer join)")
+                continue
             try:
                 expr = bind(expr, schema)
             except BindError as exc:
                 not_used.append(f"{text}  ({exc})")
-                continue
-            if pushable.needs_null_rejection and _true_on_nulls(expr, schema):
-                not_used.append(f"{text}  (TRUE on the NULL rows of an outer join)")
                 continue
             used.append(text)
             bound.append(expr)
@@ -295,13 +305,25 @@ def _without_zone_mixing(expr: Expression, schema: pa.Schema) -> Expression:
     return transform_leaves(expr, keep)
 
 
-def _true_on_nulls(bound: Expression, schema: pa.Schema) -> bool:
-    """Whether ``bound`` may be TRUE on a row of NULLs (what an outer join adds); unknown: True."""
+def _true_on_nulls(expr: Expression, schema: pa.Schema) -> bool:
+    """Whether ``expr`` (unbound) may be TRUE on a row of NULLs (what an outer join adds).
+
+    It is bound to the schema with every column nullable: against the table, ``a IS NULL`` on a
+    NOT NULL column is FALSE, but the NULL-filled rows of an outer join have it NULL all the same.
+    Unknown: True.
+    """
     try:
-        row = pa.Table.from_pylist([{}], schema=schema)
-        return row.filter(to_pyarrow(bound, schema)).num_rows > 0
+        nullable = pa.schema([_nullable(f) for f in schema])
+        row = pa.Table.from_pylist([{}], schema=nullable)
+        return row.filter(to_pyarrow(bind(expr, nullable), nullable)).num_rows > 0
     except (pa.ArrowException, BindError, TypeError, ValueError):
         return True
+
+
+def _nullable(f: pa.Field) -> pa.Field:
+    if pa.types.is_struct(f.type):
+        f = f.with_type(pa.struct([_nullable(child) for child in f.type]))
+    return f.with_nullable(True)
 
 
 # ------------------------------------------------------------------------------------ the rewrite
@@ -347,6 +369,39 @@ def _same_but_renamed(
         elif isinstance(item, list):
             stack.extend(item)
     return seen == set(placeholders) and _located(tree) == _located(statement)
+
+
+def _schema_qualified(statement: Any, database: str) -> set[str]:
+    """Table names that a column reference of the statement qualifies with a schema."""
+    found: set[str] = set()
+    for column in column_refs(statement, into_subqueries=True):
+        parts = [str(p).lower() for p in column.get("column_names") or []]
+        if len(parts) >= 3 and parts[0] == "main":
+            found.add(parts[1])
+        if len(parts) >= 4 and parts[0] == database.lower() and parts[1] == "main":
+            found.add(parts[2])
+    return found
+
+
+def _names_from_text(statement: Any, refs: Sequence[TableRef]) -> bool:
+    """Whether an output column is named by the text of an expression holding a rewritten reference."""
+    node = statement
+    while node.get("type") == "SET_OPERATION_NODE":
+        node = node.get("left") or {}
+    spliced = {id(ref.node) for ref in refs}
+    for item in node.get("select_list") or []:
+        if item.get("alias") or item.get("class") in ("STAR", "COLUMN_REF"):
+            continue
+        stack: list[Any] = [item]
+        while stack:
+            part = stack.pop()
+            if isinstance(part, dict):
+                if id(part) in spliced:
+                    return True
+                stack.extend(part.values())
+            elif isinstance(part, list):
+                stack.extend(part)
+    return False
 
 
 def _spliced(query: str, refs: Sequence[TableRef], sources: Sequence[str]) -> str:

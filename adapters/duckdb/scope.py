@@ -240,8 +240,8 @@ def conjuncts(condition: Node) -> list[Node]:
     return out
 
 
-def column_refs(node: Node) -> Iterator[Node]:
-    """Column references in an expression, not looking into subqueries or lambdas.
+def column_refs(node: Node, into_subqueries: bool = False) -> Iterator[Node]:
+    """Column references in an expression, by default not looking into subqueries or lambdas.
 
     Subqueries and lambdas have their own columns; an expression holding one is not translated.
     """
@@ -253,7 +253,7 @@ def column_refs(node: Node) -> Iterator[Node]:
             if cls == "COLUMN_REF":
                 yield item
                 continue
-            if cls in ("SUBQUERY", "LAMBDA"):
+            if cls in ("SUBQUERY", "LAMBDA") and not into_subqueries:
                 continue
             stack.extend(item.values())
         elif isinstance(item, list):

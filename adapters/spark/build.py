@@ -1,0 +1,229 @@
+"""Index builds on Spark: the driver lists and commits, executors read the data files.
+
+``build_index`` runs ``IndexedTable.build`` with its stats computation swapped for a Spark job:
+the live files are cut into groups (in listing order), one task per group runs the local builder
+(``index_store.builder``: footers, NaN counts, bloom filters) and the driver merges the groups'
+``BuiltFiles`` back in order and commits exactly as a local build does. So the index is the same,
+byte for byte in content, as ``open_table(path).build(...)`` would write.
+
+The one thing a group cannot know alone is the table's schema (the union of all files' schemas,
+which types the bounds and the bloom hashes). Each task returns its files' schemas with stats
+computed against its own union; groups whose union differs from the table's (schema evolution)
+are computed again against the table's union in a second job. Most tables need one job.
+
+Data errors (a file that is not parquet, a bloom column the table lacks) travel back as values and
+are raised on the driver as the ``TableFormatError`` a local build raises, before anything is
+written: a failed build leaves the index as it was.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+import pyarrow as pa
+from pyspark import SparkContext
+from pyspark.sql import SparkSession
+
+from hudi_expr.footer import unify_schemas
+from index_store import IndexedTable, open_table
+from index_store.builder import (
+    BuiltFiles,
+    compute_stats,
+    compute_stats_from_footers,
+    merge_built,
+    open_footers,
+)
+from index_store.errors import IndexStoreError, TableFormatError
+from index_store.tables.base import DataFile
+
+__all__ = ["SparkBuildError", "build_index"]
+
+MAX_FILES_PER_TASK = 1024
+TASKS_PER_CORE = 4
+
+
+class SparkBuildError(IndexStoreError):
+    """A Spark task of an index build failed for a reason other than the table's data."""
+
+
+def build_index(
+    spark: SparkSession,
+    table: IndexedTable | str | os.PathLike[str],
+    bloom_columns: Sequence[str] | None = None,
+    fpp: float = 0.01,
+    files_per_task: int | None = None,
+    index_path: str | os.PathLike[str] | None = None,
+) -> int:
+    """Build the index of ``table`` (an ``IndexedTable`` or a table path) with its data files read
+    on Spark executors; returns the new index version.
+
+    Same arguments and same index as ``IndexedTable.build``. ``files_per_task`` defaults to about
+    four tasks per core of the cluster (at most ``MAX_FILES_PER_TASK`` files each). Executors must
+    see the table at the same path as the driver (a shared file system).
+    """
+    if files_per_task is not None and files_per_task < 1:
+        raise ValueError(f"files_per_task must be at least 1, not {files_per_task}")
+    indexed = table if isinstance(table, IndexedTable) else open_table(table, index_path)
+    compute = partial(_compute_on_spark, spark, files_per_task)
+    return indexed.build(bloom_columns=bloom_columns, fpp=fpp, progress=False, compute=compute)
+
+
+# ----------------------------------------------------------------------------------- driver
+
+
+def _compute_on_spark(
+    spark: SparkSession,
+    files_per_task: int | None,
+    root: str,
+    files: Sequence[DataFile],
+    partition_schema: pa.Schema,
+    *,
+    bloom_columns: Sequence[str],
+    fpp: float,
+    progress: bool | None = None,
+) -> BuiltFiles:
+    """``compute_stats`` on Spark (the ``compute`` hook of ``IndexedTable.build``)."""
+    if not files:
+        return compute_stats(root, files, partition_schema, bloom_columns=bloom_columns, fpp=fpp)
+    size = files_per_task or _default_group_size(spark, len(files))
+    groups = [list(files[i : i + size]) for i in range(0, len(files), size)]
+    task = _Task(root, partition_schema, tuple(bloom_columns), fpp)
+    results = _run(spark, task, groups, f"hudi-index build: stats of {len(files)} files")
+    _raise_first(r.footer_error for r in results)  # as locally: no footer, nothing else matters
+    table_schema = unify_schemas([s for r in results for s in r.file_schemas()])
+    stale = [i for i, r in enumerate(results) if not _same_data_schema(r, table_schema, partition_schema)]
+    if stale:
+        task = _Task(root, partition_schema, tuple(bloom_columns), fpp, table_schema)
+        again = _run(spark, task, [groups[i] for i in stale], "hudi-index build: stats of evolved files")
+        for i, r in zip(stale, again, strict=True):
+            results[i] = r
+    _raise_first(r.error for r in results)
+    return merge_built([r.built for r in results if r.built is not None])
+
+
+def _default_group_size(spark: SparkSession, n: int) -> int:
+    """About ``TASKS_PER_CORE`` tasks per core: small enough to balance, large enough to amortize."""
+    cores = max(1, _context(spark).defaultParallelism)
+    return max(1, min(MAX_FILES_PER_TASK, math.ceil(n / (cores * TASKS_PER_CORE))))
+
+
+def _run(spark: SparkSession, task: _Task, groups: list[list[DataFile]], what: str) -> list[_GroupResult]:
+    """One Spark job, one task per group; the groups' results in group order."""
+    sc = _context(spark)
+    previous = sc.getLocalProperty("spark.job.description")
+    sc.setJobDescription(what)
+    try:
+        rdd = sc.parallelize(list(enumerate(groups)), len(groups))
+        collected = rdd.mapPartitions(task).collect()
+    except Exception as exc:
+        raise SparkBuildError(f"{what} failed on Spark: {_last_line(exc)}") from exc
+    finally:
+        sc.setLocalProperty("spark.job.description", previous)  # type: ignore[arg-type]
+    by_group = dict(collected)
+    return [by_group[i] for i in range(len(groups))]
+
+
+def _context(spark: SparkSession) -> SparkContext:
+    try:
+        return spark.sparkContext
+    except Exception as exc:  # Spark Connect sessions have no SparkContext
+        raise SparkBuildError(f"a distributed index build needs a classic Spark session: {exc}") from exc
+
+
+def _same_data_schema(result: _GroupResult, table_schema: pa.Schema, partition_schema: pa.Schema) -> bool:
+    """Whether the group's stats were computed against what the table's union would give."""
+    group_schema = unify_schemas(result.file_schemas())
+    return _data_fields(group_schema, partition_schema).equals(
+        _data_fields(table_schema, partition_schema), check_metadata=True
+    )
+
+
+def _data_fields(schema: pa.Schema, partition_schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f for f in schema if f.name not in partition_schema.names])
+
+
+def _raise_first(errors: Iterable[TableFormatError | None]) -> None:
+    for error in errors:
+        if error is not None:
+            raise TableFormatError(str(error))
+
+
+def _last_line(exc: BaseException) -> str:
+    """The Python error at the bottom of a Spark failure (its message is a whole traceback)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    errors = [line for line in lines if "Error: " in line or "Exception: " in line]
+    return (errors or lines or [type(exc).__name__])[-1]
+
+
+# --------------------------------------------------------------------------------- executors
+
+
+@dataclass(frozen=True)
+class _GroupResult:
+    """What one task sends back: its files' schemas (distinct ones, and which file has which),
+    and either their stats or the data error that stopped them."""
+
+    schemas: list[pa.Schema]
+    schema_of_file: list[int]
+    built: BuiltFiles | None = None
+    error: TableFormatError | None = None  # raised computing the stats
+    footer_error: TableFormatError | None = None  # raised opening a file: no schemas then
+
+    def file_schemas(self) -> list[pa.Schema]:
+        return [self.schemas[i] for i in self.schema_of_file]
+
+
+@dataclass(frozen=True)
+class _Task:
+    """The function of ``mapPartitions``: stats of each ``(group index, files)`` it is given."""
+
+    root: str
+    partition_schema: pa.Schema
+    bloom_columns: tuple[str, ...]
+    fpp: float
+    data_schema: pa.Schema | None = None  # None: the union of the group's own files
+
+    def __call__(self, groups: Iterator[tuple[int, list[DataFile]]]) -> Iterator[tuple[int, _GroupResult]]:
+        for index, files in groups:
+            yield index, self.compute(files)
+
+    def compute(self, files: list[DataFile]) -> _GroupResult:
+        try:
+            footers = open_footers(self.root, files, progress=False)
+        except TableFormatError as exc:
+            return _GroupResult([], [], footer_error=TableFormatError(str(exc)))
+        schemas, schema_of_file = _distinct([f.schema_arrow for f in footers])
+        try:
+            built = compute_stats_from_footers(
+                files,
+                footers,
+                self.partition_schema,
+                self.data_schema,
+                self.bloom_columns,
+                self.fpp,
+                progress=False,
+                arrow_schemas=[schemas[i] for i in schema_of_file],
+            )
+        except TableFormatError as exc:
+            return _GroupResult(schemas, schema_of_file, error=TableFormatError(str(exc)))
+        return _GroupResult(schemas, schema_of_file, built=built)
+
+
+def _distinct(schemas: list[pa.Schema]) -> tuple[list[pa.Schema], list[int]]:
+    """Distinct schemas (first seen first) and each file's position in them: a table has few."""
+    distinct: list[pa.Schema] = []
+    positions: list[int] = []
+    for schema in schemas:
+        # Only the last few: files with per-file metadata (pandas) must not make this quadratic.
+        for i in range(len(distinct) - 1, max(len(distinct) - 8, 0) - 1, -1):
+            if distinct[i].equals(schema, check_metadata=True):
+                positions.append(i)
+                break
+        else:
+            distinct.append(schema)
+            positions.append(len(distinct) - 1)
+    return distinct, positions
