@@ -289,6 +289,9 @@ UNTRANSLATABLE = [
     "date_trunc('month', l_shipdate) = DATE '1996-01-01'",
 ]
 CONSTANTS = ["TRUE", "FALSE", "NULL", "1 = 1", "NULL IS NULL", "1 = 0", "NOT NULL"]
+# Every column, with more weight on those that prune some layout: dates (clustered), the bloom
+# filtered key, the partition columns.
+WEIGHTED = COLUMNS + DATE * 3 + ["l_orderkey", "l_orderkey", "l_shipmode", "l_linenumber"]
 COMPARISONS = ["=", "<>", "!=", "<", "<=", ">", ">=", "==", "IS DISTINCT FROM", "IS NOT DISTINCT FROM"]
 
 
@@ -309,7 +312,7 @@ def leaf(draw: st.DrawFn, columns: dict[str, Column], alias: str | None) -> str:
         return draw(st.sampled_from(CONSTANTS))
     if form == 10:
         return draw(st.sampled_from(UNTRANSLATABLE))
-    c = columns[draw(st.sampled_from(COLUMNS))]
+    c = columns[draw(st.sampled_from(WEIGHTED))]
     ref = draw(column_ref(c, alias))
     lit = literal(c)
     if form <= 3:
@@ -393,8 +396,8 @@ def test_random_predicates(data: tuple[dict[str, Layout], dict[str, Column]], la
     layout = layouts[layout_name]
     seen: Counter[str] = Counter()
 
-    # ``ci`` (2,000 examples) runs 600 per layout, ``deep`` 15,000, ``dev`` 50.
-    @settings(max_examples=max(settings().max_examples * 3 // 10, 50))
+    # ``ci`` (2,000 examples) runs 500 per layout, ``deep`` 12,500, ``dev`` 50.
+    @settings(max_examples=max(settings().max_examples // 4, 50))
     @given(query=where_query(columns))
     def check(query: str) -> None:
         note(query)
@@ -416,16 +419,18 @@ def test_random_predicates(data: tuple[dict[str, Layout], dict[str, Column]], la
         [table] = planned.tables
         seen["queries"] += 1
         seen["pruned"] += table.kept < table.total
+        seen["partly pruned"] += 0 < table.kept < table.total  # not by a contradiction alone
         seen["rows"] += got[0] > 0
 
     check()
     assert seen["queries"] >= 40, seen
     assert seen["errors"] <= seen["queries"] // 4, seen  # the predicates are mostly valid SQL
     assert seen["rows"] >= seen["queries"] // 5, seen  # and many select rows
-    if layout_name in CLUSTERED:
-        assert seen["pruned"] >= seen["queries"] // 5, seen
+    if layout_name in CLUSTERED:  # ci: about 45% pruned, 13% partly
+        assert seen["pruned"] >= seen["queries"] // 4, seen
+        assert seen["partly pruned"] >= seen["queries"] // 10, seen
     else:
-        assert seen["pruned"] >= 1, seen  # bloom filter on l_orderkey, the partition column
+        assert seen["partly pruned"] >= 1, seen  # bloom filter on l_orderkey, the partition column
 
 
 # ------------------------------------------------------------------------------ written queries

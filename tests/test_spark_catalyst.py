@@ -1,0 +1,339 @@
+"""Catalyst -> hudi_expr translation, checked against real Spark plans (no mocks)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pytest.importorskip("pyspark")
+
+import pyspark.sql.functions as F
+from pyspark.sql import SparkSession
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from adapters.spark.catalyst import (
+    Translation,
+    translate_column,
+    translate_expression,
+    translate_plan,
+)
+from hudi_expr import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNaN,
+    IsNotNaN,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    NotEqualTo,
+    NotStartsWith,
+    Or,
+    StartsWith,
+    col,
+)
+from index_store import open_table
+
+SCHEMA = StructType(
+    [
+        StructField("i", IntegerType()),
+        StructField("l", LongType()),
+        StructField("sh", ShortType()),
+        StructField("y", ByteType()),
+        StructField("f", FloatType()),
+        StructField("d", DoubleType()),
+        StructField("s", StringType()),
+        StructField("dt", DateType()),
+        StructField("ts", TimestampType()),
+        StructField("tsn", TimestampNTZType()),
+        StructField("dec", DecimalType(10, 2)),
+        StructField("b", BinaryType()),
+        StructField("bo", BooleanType()),
+        StructField("st", StructType([StructField("x", IntegerType()), StructField("z", StringType())])),
+    ]
+)
+UTC = dt.UTC
+
+
+def tr(spark: SparkSession, sql: str) -> Translation:
+    return translate_column(spark, F.expr(sql), SCHEMA)
+
+
+def analyzed(spark: SparkSession, sql: str) -> Translation:
+    """Translate the analyzed (not optimized) condition: casts, NOTs and orientation as written."""
+    df = spark.createDataFrame(spark.sparkContext.emptyRDD(), SCHEMA).filter(F.expr(sql))
+    return translate_expression(df._jdf.queryExecution().analyzed().condition())
+
+
+@contextmanager
+def session_zone(spark: SparkSession, zone: str) -> Iterator[None]:
+    old = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", old)
+
+
+# Optimized translations: Spark adds IS NOT NULL guards, which are kept (they are sound, and true).
+OPTIMIZED = [
+    ("i = 3", IsNotNull("i") & (col("i") == 3)),
+    ("i < 1.5", IsNotNull("i") & (col("i") < 2)),
+    ("l > 2147483648", IsNotNull("l") & (col("l") > 2147483648)),
+    ("i > 2147483648", AlwaysFalse()),  # folded by Spark: the filter becomes an empty relation
+    ("sh >= 7", IsNotNull("sh") & (col("sh") >= 7)),
+    ("y = 3", IsNotNull("y") & (col("y") == 3)),
+    ("f = 0.5", IsNotNull("f") & (col("f") == 0.5)),
+    ("d = 'NaN'", IsNotNull("d") & EqualTo("d", math.nan)),
+    ("d > 1e308", IsNotNull("d") & (col("d") > 1e308)),
+    ("s = 'héllo'", IsNotNull("s") & (col("s") == "héllo")),
+    ("s LIKE 'ab%'", IsNotNull("s") & StartsWith("s", "ab")),
+    ("startswith(s, 'q')", IsNotNull("s") & StartsWith("s", "q")),
+    ("dt = '2024-01-02'", IsNotNull("dt") & (col("dt") == dt.date(2024, 1, 2))),
+    ("dec = 1.50", IsNotNull("dec") & (col("dec") == decimal.Decimal("1.50"))),
+    ("dec > 1.555", IsNotNull("dec") & (col("dec") >= decimal.Decimal("1.56"))),
+    ("b = X'00ff'", IsNotNull("b") & (col("b") == b"\x00\xff")),
+    ("bo", IsNotNull("bo") & EqualTo("bo", True)),
+    ("NOT bo", IsNotNull("bo") & EqualTo("bo", False)),
+    ("st.x = 1", IsNotNull("st.x") & (col("st.x") == 1)),
+    ("i IN (1, 2, 3)", In("i", [1, 2, 3])),
+    ("i IN (1, NULL)", EqualTo("i", 1)),
+    ("i NOT IN (1, NULL)", AlwaysFalse()),
+    ("i <=> 3", EqualTo("i", 3)),
+    ("i <=> NULL", IsNull("i")),
+    ("NOT (i <=> 3)", Or(NotEqualTo("i", 3), IsNull("i"))),
+    ("isnan(d)", IsNaN("d")),
+    ("NOT isnan(d)", IsNotNaN("d")),
+    ("i IS NULL OR s IS NOT NULL", IsNull("i") | IsNotNull("s")),
+    ("true", AlwaysTrue()),
+    ("false", AlwaysFalse()),
+    ("CAST(NULL AS BOOLEAN)", AlwaysFalse()),
+]
+
+
+@pytest.mark.parametrize(("sql", "expected"), OPTIMIZED, ids=[c[0] for c in OPTIMIZED])
+def test_translate_column(spark: SparkSession, sql: str, expected) -> None:  # type: ignore[no-untyped-def]
+    t = tr(spark, sql)
+    assert t.expr == expected, str(t.expr)
+    assert t.not_used == ()
+
+
+def test_inset_of_many_values(spark: SparkSession) -> None:
+    def as_set(sql: str) -> tuple[str, set]:  # type: ignore[type-arg]
+        expr = tr(spark, sql).expr
+        assert isinstance(expr, In), str(expr)
+        return expr.term.name, set(expr.values)
+
+    values = list(range(20))
+    assert as_set(f"i IN ({', '.join(map(str, values))})") == ("i", set(values))
+    words = [f"w{k}" for k in range(15)]
+    sql = f"s IN ({', '.join(repr(w) for w in words)}, NULL)"
+    assert as_set(sql) == ("s", set(words))
+    assert tr(spark, f"NOT ({sql})").expr == AlwaysFalse()  # NOT IN (.., NULL) is never TRUE
+
+
+# Analyzed translations: what the walker does with trees Spark has not rewritten.
+ANALYZED = [
+    ("5 < i", GreaterThan("i", 5)),
+    ("5 >= i", LessThanOrEqual("i", 5)),
+    ("NOT (5 > i)", GreaterThanOrEqual("i", 5)),
+    ("NOT (i > 5 AND s = 'a')", Or(LessThanOrEqual("i", 5), NotEqualTo("s", "a"))),
+    ("NOT (i = 1 OR NOT (l < 3))", And(NotEqualTo("i", 1), LessThan("l", 3))),
+    ("NOT (s LIKE 'ab%')", NotStartsWith("s", "ab")),
+    ("s LIKE 'a\\%b'", EqualTo("s", "a%b")),
+    ("s LIKE 'ab%%'", StartsWith("s", "ab")),
+    ("s LIKE '%'", IsNotNull("s")),
+    ("NOT (i IS NULL)", IsNotNull("i")),
+    ("NOT (i IN (1, 2))", ~In("i", [1, 2])),
+    ("NOT (NOT (d > 0))", GreaterThan("d", 0.0)),
+    ("NULL = i", AlwaysFalse()),
+    ("NOT (i = NULL)", AlwaysFalse()),
+    ("NOT (NULL <=> i)", IsNotNull("i")),
+    ("CAST(i AS BIGINT) > 3", GreaterThan("i", 3)),
+    ("CAST(y AS INT) < 3", LessThan("y", 3)),
+    ("CAST(i AS DOUBLE) < 2.5D", LessThan("i", 2.5)),  # exact: the binder makes it i <= 2
+    ("CAST(sh AS FLOAT) = 1.0F", EqualTo("sh", 1.0)),
+    ("CAST(i AS DECIMAL(12, 2)) > 1.25", GreaterThan("i", decimal.Decimal("1.25"))),
+    ("CAST(f AS DOUBLE) = 0.5D", EqualTo("f", 0.5)),
+    ("CAST(f AS DOUBLE) = 0.1D", AlwaysFalse()),  # no float is exactly the double 0.1
+    ("CAST(f AS DOUBLE) <> 0.1D", IsNotNull("f")),
+    ("CAST(f AS DOUBLE) IN (0.1D, 0.5D)", EqualTo("f", 0.5)),
+    ("CAST(f AS DOUBLE) = CAST('NaN' AS DOUBLE)", EqualTo("f", math.nan)),
+]
+
+
+@pytest.mark.parametrize(("sql", "expected"), ANALYZED, ids=[c[0] for c in ANALYZED])
+def test_translate_analyzed(spark: SparkSession, sql: str, expected) -> None:  # type: ignore[no-untyped-def]
+    t = analyzed(spark, sql)
+    assert t.expr == expected, str(t.expr)
+    assert t.not_used == ()
+
+
+def test_float_widened_to_double_is_placed_between_floats(spark: SparkSession) -> None:
+    # float32(0.1) is above the double 0.1: CAST(f AS DOUBLE) < 0.1D means f <= the float below it.
+    below = float(np.nextafter(np.float32(0.1), np.float32(0)))
+    above = float(np.float32(0.1))
+    assert analyzed(spark, "CAST(f AS DOUBLE) < 0.1D").expr == LessThanOrEqual("f", below)
+    assert analyzed(spark, "CAST(f AS DOUBLE) <= 0.1D").expr == LessThanOrEqual("f", below)
+    assert analyzed(spark, "CAST(f AS DOUBLE) > 0.1D").expr == GreaterThanOrEqual("f", above)
+    assert analyzed(spark, "NOT (CAST(f AS DOUBLE) < 0.1D)").expr == GreaterThanOrEqual("f", above)
+    top = float(np.finfo(np.float32).max)
+    assert analyzed(spark, "CAST(f AS DOUBLE) > 1e300D").expr == GreaterThanOrEqual("f", math.inf)
+    assert analyzed(spark, "CAST(f AS DOUBLE) < 1e300D").expr == LessThanOrEqual("f", top)
+
+
+UNUSED = [
+    ("i + 1 > 3", AlwaysTrue(), "(i + 1)"),
+    ("NOT (i + 1 > 3)", AlwaysTrue(), "(i + 1)"),
+    ("i = l", AlwaysTrue(), "= l"),
+    ("CAST(l AS DOUBLE) < 2.5D", AlwaysTrue(), "CAST(l AS DOUBLE)"),  # not exact
+    ("CAST(i AS FLOAT) < 2.5F", AlwaysTrue(), "CAST(i AS FLOAT)"),
+    ("CAST(d AS FLOAT) < 2.5F", AlwaysTrue(), "CAST(d AS FLOAT)"),
+    ("CAST(dt AS TIMESTAMP) > TIMESTAMP '2024-01-01 00:00:00'", AlwaysTrue(), None),
+    ("CAST(i AS STRING) = '1'", AlwaysTrue(), "CAST(i AS STRING)"),
+    ("CAST(i AS DECIMAL(5, 2)) > 1.25", AlwaysTrue(), None),  # may overflow: not widening
+    ("upper(s) = 'A'", AlwaysTrue(), "upper(s)"),
+    ("s LIKE '%x'", AlwaysTrue(), None),
+    ("i > 3 AND rand() < 0.5", GreaterThan("i", 3), "rand("),
+    ("NOT (i > 3 AND abs(l) = 2)", AlwaysTrue(), "abs(l)"),
+    ("NOT (i > 3 OR abs(l) = 2)", LessThanOrEqual("i", 3), "abs(l)"),
+    ("s = 'a' COLLATE UTF8_LCASE", AlwaysTrue(), None),
+]
+
+
+@pytest.mark.parametrize(("sql", "expected", "text"), UNUSED, ids=[c[0] for c in UNUSED])
+def test_untranslatable_becomes_true_and_is_reported(spark: SparkSession, sql: str, expected, text) -> None:  # type: ignore[no-untyped-def]
+    t = analyzed(spark, sql)
+    assert t.expr == expected, str(t.expr)
+    assert len(t.not_used) >= 1
+    if text is not None:
+        assert any(text in part for part in t.not_used), t.not_used
+
+
+def test_python_udf_is_not_used(spark: SparkSession) -> None:
+    is_small = F.udf(lambda v: v is not None and v < 3, BooleanType())
+    t = translate_column(spark, is_small(F.col("i")) & (F.col("l") == 4), SCHEMA)
+    assert t.expr == IsNotNull("l") & EqualTo("l", 4)
+    assert len(t.not_used) == 1  # the UDF's result column
+
+
+@pytest.mark.parametrize(
+    ("zone", "utc"),
+    [
+        ("UTC", dt.datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)),
+        ("America/Los_Angeles", dt.datetime(2024, 1, 2, 11, 4, 5, 123456, tzinfo=UTC)),
+    ],
+)
+def test_timestamp_literal_is_the_utc_instant_in_any_session_zone(
+    spark: SparkSession, zone: str, utc: dt.datetime
+) -> None:
+    with session_zone(spark, zone):
+        text = tr(spark, "ts = '2024-01-02 03:04:05.123456'").expr
+        offset = tr(spark, "ts = TIMESTAMP '2024-01-02 05:04:05+02:00'").expr
+        wall = tr(spark, "tsn = '2024-01-02 03:04:05.123456'").expr
+        date = tr(spark, "dt = DATE '2024-01-02'").expr
+    assert text == IsNotNull("ts") & EqualTo("ts", utc)  # text is read in the session zone
+    assert offset == IsNotNull("ts") & EqualTo("ts", dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC))
+    assert wall == IsNotNull("tsn") & EqualTo("tsn", dt.datetime(2024, 1, 2, 3, 4, 5, 123456))
+    assert date == IsNotNull("dt") & EqualTo("dt", dt.date(2024, 1, 2))
+
+
+def _last_leaf(t: Translation) -> list:  # type: ignore[type-arg]
+    """The literals of a translation's leaves, left to right."""
+    return [leaf.literal for leaf in t.expr.leaves() if hasattr(leaf, "literal")]
+
+
+def test_literal_python_types(spark: SparkSession) -> None:
+
+    dec = _last_leaf(tr(spark, "dec = 1.5"))[0]
+    assert isinstance(dec, decimal.Decimal) and dec.as_tuple().exponent == -2  # the type's scale
+    neg_zero = _last_leaf(analyzed(spark, "d < double('-0.0')"))[0]
+    assert neg_zero == 0.0 and math.copysign(1, neg_zero) == -1
+    nan = _last_leaf(tr(spark, "d = 'NaN'"))[0]
+    assert math.isnan(nan)
+    assert _last_leaf(tr(spark, "b = X'00ff'")) == [b"\x00\xff"]
+    ts = _last_leaf(tr(spark, "ts > '1969-12-31 23:59:59.5'"))[0]
+    assert ts == dt.datetime(1969, 12, 31, 23, 59, 59, 500000, tzinfo=UTC)
+
+
+def test_translate_plan_reads_filters_above_the_scan(spark: SparkSession, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = str(tmp_path / "t")
+    pq.write_table(pa.table({"a": [1, 2, 3], "b": ["x", "y", "z"]}), tmp_path / "t.parquet")
+    spark.read.parquet(str(tmp_path / "t.parquet")).write.partitionBy("b").parquet(path)
+    df = (
+        spark.read.parquet(path)
+        .filter("a > 1")
+        .select((F.col("a") + 1).alias("c"), "b")
+        .filter("b = 'y'")
+        .filter("c > 2")  # c is an alias: its filter cannot be about column a of the files
+    )
+    t = translate_plan(df)
+    leaves = set(t.expr.leaves())
+    assert GreaterThan("a", 1) in leaves and EqualTo("b", "y") in leaves
+    assert all(leaf.term.name in ("a", "b") for leaf in leaves)
+    assert translate_plan(df.groupBy("b").count()).expr != AlwaysTrue()  # aggregate above: fine
+    joined = df.crossJoin(spark.read.parquet(path))
+    assert translate_plan(joined).expr == AlwaysTrue()
+
+
+def test_translated_nan_comparisons_keep_nan_files(spark: SparkSession, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Spark: NaN > every number and NaN = NaN. Files whose only candidates are NaN must stay."""
+    root = tmp_path / "nan"
+    root.mkdir()
+    pq.write_table(pa.table({"d": [1.0, 2.0]}), root / "a.parquet")
+    pq.write_table(pa.table({"d": [math.nan, 3.0]}), root / "b.parquet")
+    pq.write_table(pa.table({"d": [math.nan, None]}), root / "c.parquet")
+    pq.write_table(pa.table({"d": [-0.0, 0.0]}), root / "z.parquet")
+    table = open_table(root)
+    table.build()
+    everything = spark.read.parquet(str(root))
+    for sql in [
+        "d > 5",
+        "d >= 'NaN'",
+        "d = 'NaN'",
+        "NOT (d < 5)",
+        "d IN (7, 'NaN')",
+        "d <> 3",
+        "d > 'Infinity'",
+        "d = 0",
+        "d < 0.5 AND d >= -0.0",
+        "NOT isnan(d)",
+        "d <=> 'NaN'",
+    ]:
+        translated = translate_column(spark, F.expr(sql), everything.schema).expr
+        kept = {p.rsplit("/", 1)[1] for p in table.prune(translated).files}
+        has_rows = {
+            r.f.rsplit("/", 1)[1]
+            for r in everything.filter(sql).select(F.input_file_name().alias("f")).collect()
+        }
+        assert has_rows <= kept, sql
+    assert len(table.prune(translate_column(spark, F.expr("d > 5"), everything.schema).expr).files) == 2
