@@ -9,11 +9,15 @@ from adapters.spark.catalyst import (
     translate_expression,
     translate_plan,
 )
+from adapters.spark.datasource import SOURCE_NAME, HudiIndexDataSource
+from adapters.spark.datasource import register as register_datasource
 from adapters.spark.read import prune, read, usable_expression
 from adapters.spark.session import local_session
 
 __all__ = [
+    "SOURCE_NAME",
     "FileScan",
+    "HudiIndexDataSource",
     "SparkBuildError",
     "Translation",
     "build_index",
@@ -21,6 +25,7 @@ __all__ = [
     "local_session",
     "prune",
     "read",
+    "register_datasource",
     "translate_column",
     "translate_expression",
     "translate_plan",
