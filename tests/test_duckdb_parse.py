@@ -342,3 +342,22 @@ def test_expression_objects_against_duckdb() -> None:
         assert expected <= got, (str(expr), translation.expr)
         if not translation.not_used:
             assert got == expected, (str(expr), translation.expr)
+
+
+FAST_LITERALS = ["0.05", "-0.05", "1.50", "-0.0", "12345678901234567.5", "DATE '1994-01-01'"]
+FAST_LITERALS += ["'2020-01-01'::DATE", "DATE '0001-01-01'", "CAST('2020-01-01' AS DATE)"]
+SLOW_LITERALS = ["123456789012345678.5", "1e3", ".5", "DATE '1994-1-01'", "DATE '2020-01-01 '"]
+SLOW_LITERALS += ["TRY_CAST('2020-01-01' AS DATE)", "CAST('2020-01-01' AS main.DATE)"]
+
+
+@pytest.mark.parametrize("literal", FAST_LITERALS + SLOW_LITERALS)
+def test_literals_read_without_duckdb_are_what_duckdb_reads(literal: str) -> None:
+    # Short decimals and ISO dates skip the round trip to DuckDB: their value must be DuckDB's.
+    from adapters.duckdb.parse import _evaluate, _plain_constant, serialize
+
+    node = serialize(f"SELECT {literal}")["statements"][0]["node"]["select_list"][0]
+    fast = _plain_constant(node)
+    assert (fast is not None) == (literal in FAST_LITERALS)
+    if fast is not None:
+        slow = _evaluate([node])[0][0]
+        assert fast == slow and type(fast) is type(slow) and str(fast) == str(slow)

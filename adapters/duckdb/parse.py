@@ -20,8 +20,10 @@ literal without an offset is read as UTC.
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import json
+import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -472,7 +474,10 @@ def _is_constant(node: dict[str, Any]) -> bool:
 
 
 def _plain_constant(node: dict[str, Any]) -> Any:
-    """The value of a plain integer, string, boolean or NULL constant; ``None``: ask DuckDB."""
+    """The value of a plain integer, short decimal, string, boolean or NULL constant, or of
+    ``DATE 'yyyy-mm-dd'``; ``None``: ask DuckDB (a round trip costs more than the rest of a plan)."""
+    if node.get("class") == "CAST":
+        return _iso_date(node)
     if node.get("class") != "CONSTANT":
         return None
     literal = node.get("literal") or {}
@@ -487,7 +492,38 @@ def _plain_constant(node: dict[str, Any]) -> Any:
         return text == "true"
     if kind == "INTEGER" and text.lstrip("-").isdigit():
         return int(text)
+    if kind == "NUMERIC" and _SHORT_DECIMAL.fullmatch(text):
+        value = decimal.Decimal(text)  # DuckDB types it DECIMAL(width, scale): the same value
+        return value.copy_abs() if value == 0 else value  # a DECIMAL has no -0
     return None
+
+
+# Up to 18 digits DuckDB reads ``1.25`` as a DECIMAL of that value (beyond 38 as a DOUBLE).
+_SHORT_DECIMAL = re.compile(r"-?(?=[0-9.]{3,19}$)[0-9]+\.[0-9]+")
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _iso_date(node: dict[str, Any]) -> Any:
+    """``CAST('yyyy-mm-dd' AS DATE)`` as a date, when it is that and a valid date; else None."""
+    child = node.get("child") or {}
+    target = node.get("type_expr") or {}
+    text = (child.get("literal") or {}).get("text")
+    if (
+        node.get("try_cast")
+        or child.get("class") != "CONSTANT"
+        or (child.get("literal") or {}).get("kind") != "STRING"
+        or str(target.get("type_name", "")).upper() != "DATE"
+        or target.get("children")
+        or target.get("catalog")
+        or target.get("schema")
+        or not isinstance(text, str)
+        or not _ISO_DATE.fullmatch(text)
+    ):
+        return None
+    try:
+        return datetime.date.fromisoformat(text)
+    except ValueError:
+        return None  # e.g. 2023-02-30: DuckDB's own error decides
 
 
 _UTC_ZONES = {"utc", "etc/utc", "gmt", "etc/gmt", "z", "zulu", "universal", "etc/universal", "uct"}
