@@ -76,6 +76,16 @@ def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return min(times), result
 
 
+def _forget_listing(table: Any) -> None:
+    table.reader._listing = None  # as if the folder had just changed
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 def machine_line() -> str:
     cpu = platform.processor() or "unknown CPU"
     try:
@@ -157,6 +167,16 @@ def run(args: argparse.Namespace, work: Path, tables: Path) -> int:
     glob = f"{tables / 'lineitem'}/*.parquet"
     full.execute(f"CREATE VIEW lineitem AS SELECT * FROM read_parquet('{glob}', can_have_nan = true)")
     key = pq.read_table(files[len(files) // 3], columns=["l_orderkey"])["l_orderkey"][7].as_py()
+    # A folder changed less than 2 s ago is listed again at every plan (its modification time may
+    # not move within one clock tick: index_store/tables/plain.py); the table below is the steady
+    # state, and the plan that lists every file is measured apart first.
+    month = f"SELECT count(*) FROM lineitem WHERE {QUERIES[1][2]}"
+    listing_s = min(
+        _timed(lambda: (table.reader.__setattr__("_listing", None), plan(con, month))) for _ in range(5)
+    )
+    quiet = 2.1 - (time.time() - os.stat(tables / "lineitem").st_mtime)
+    if quiet > 0:
+        time.sleep(quiet)
 
     header = ["query", "kept/total (ours)", "kept/total (delta)", "plan ms ours", "plan ms delta",
               "delta/ours", "exec ms pruned", "exec ms full", "speedup"]  # fmt: skip
@@ -201,6 +221,9 @@ def run(args: argparse.Namespace, work: Path, tables: Path) -> int:
     print(f"\nbest of {args.repeat} warm runs (planning), of {args.exec_repeat} (execution, planning "
           "included in 'pruned')\n")  # fmt: skip
     print("\n".join(lines))
+    notes.append(
+        f"- planning March 1995 listing the folder anew (within 2 s of a change): {listing_s * 1e3:.2f} ms"
+    )
     print("\n" + "\n".join(notes))
     cold_ours = best(lambda: open_table(tables / "lineitem").prune(parse_predicate(QUERIES[1][2])), 3)[0]
     cold_delta = best(
