@@ -45,7 +45,7 @@ QUERIES = [
         "AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24",
     ),
 ]
-AGGREGATE = "count(*) AS n, sum(l_extendedprice * l_discount) AS revenue"
+AGGREGATE = ["count(*) AS n", "sum(l_extendedprice * l_discount) AS revenue"]
 
 
 def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -60,20 +60,8 @@ def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 
 
 def files_read(df: DataFrame) -> int:
-    """The number of files the plan's file scan lists (Spark's own count, before row groups)."""
-    plan = df._jdf.queryExecution().executedPlan()
-    found = []
-    stack = [plan]
-    while stack:
-        node = stack.pop()
-        if node.getClass().getSimpleName() == "FileSourceScanExec":
-            found.append(sum(p.files().length() for p in _seq(node.selectedPartitions())))
-        stack.extend(_seq(node.children()))
-    return sum(found)
-
-
-def _seq(scala_seq: Any) -> list[Any]:
-    return [scala_seq.apply(i) for i in range(scala_seq.length())]
+    """The files of the DataFrame's file relation (``inputFiles``: what Spark lists and plans)."""
+    return len(df.inputFiles())
 
 
 def prepare(workdir: Path, scale: float, n_files: int) -> IndexedTable:
@@ -96,10 +84,10 @@ def run(spark: SparkSession, table: IndexedTable, repeat: int) -> bool:
     rows = []
     for title, cond in QUERIES:
         plain_df = spark.read.parquet(root).filter(cond)
-        plain_s, plain = best(lambda df=plain_df: df.selectExpr(AGGREGATE).collect(), repeat)
+        plain_s, plain = best(lambda df=plain_df: df.selectExpr(*AGGREGATE).collect(), repeat)
 
         def pruned(c: str = cond) -> Any:
-            return read(spark, table, where=c).selectExpr(AGGREGATE).collect()
+            return read(spark, table, where=c).selectExpr(*AGGREGATE).collect()
 
         pruned_s, got = best(pruned, repeat)
         pruned_files = files_read(read(spark, table, where=cond))
@@ -107,7 +95,7 @@ def run(spark: SparkSession, table: IndexedTable, repeat: int) -> bool:
         def source(c: str = cond) -> Any:
             # A fresh load() per query, as singleScan promises (see adapters.spark.datasource).
             source = spark.read.format("hudi_index").option("singleScan", "true").load(root)
-            return source.filter(c).selectExpr(AGGREGATE).collect()
+            return source.filter(c).selectExpr(*AGGREGATE).collect()
 
         source_s, via_source = best(source, repeat)
         same = plain == got == via_source
@@ -146,9 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=Path("bench_data/spark_bench"))
     args = parser.parse_args(argv)
 
+    cpu = platform.processor() or "unknown CPU"
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
     print(
-        f"machine: nproc={os.cpu_count()}, {platform.processor() or 'unknown CPU'}; Python "
-        f"{platform.python_version()}, pyspark {pyspark.__version__}, local[2]"
+        f"machine: nproc={os.cpu_count()}, CPU {cpu}; Python {platform.python_version()}, "
+        f"pyspark {pyspark.__version__}, local[2], driver memory {args.memory}"
     )
     table = prepare(args.workdir, args.scale, args.files)
     spark = local_session(app_name="spark-bench", memory=args.memory)

@@ -6,6 +6,9 @@ each table's metadata index (footer statistics, NaN counts, a bloom filter on ``
 runs a few queries through the DuckDB adapter (``adapters.duckdb.sql``: only the files the index
 keeps are read) and through DuckDB alone over every file, prints files kept, rows and the best of 3
 warm times of each side (the pruned one includes planning), and exits non-zero if any answer differs.
+With ``--spark`` it also reads one month of lineitem with Spark (``local[2]``): alone, through
+``adapters.spark.read`` (native parquet reads of the kept files) and through the ``hudi_index``
+data source.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 import duckdb
 import pyarrow.parquet as pq
 
-from adapters.duckdb import plan, register, sql
+from adapters.duckdb import parse_predicate, plan, register, sql
 from index_store import IndexedTable, open_table
 from scripts.tpch import generate, write_files
 
@@ -115,6 +118,7 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=0.5, help="TPC-H scale factor (default 0.5)")
     parser.add_argument("--files", type=int, default=200, help="lineitem data files (default 200)")
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"work folder (default {DEFAULT_DIR})")
+    parser.add_argument("--spark", action="store_true", help="also query the table with Spark (local[2])")
     args = parser.parse_args()
 
     tables = prepare(args.dir, args.scale, args.files)
@@ -150,12 +154,48 @@ def main() -> int:
             f"{full_s / pruned_s:7.1f}x{flag}"
         )
 
+    if args.spark:
+        wrong += spark_part(tables["lineitem"][0], indexed["lineitem"])
+
     print("\nthe plan of the point lookup (files kept by which statistics):")
     print(plan(con, queries[2][1]))
     print(f'\ntry: hudi-index query {tables["lineitem"][0]} "{LOOKUP.format(key=key)}" --explain')
     for title, got, expected in wrong:
         print(f"\n{title}: pruned {got[:3]} != full {expected[:3]}", file=sys.stderr)
     return 1 if wrong else 0
+
+
+def spark_part(folder: Path, table: IndexedTable) -> list[tuple[str, Any, Any]]:
+    """One month of lineitem with Spark: alone, through ``adapters.spark.read``, through the data
+    source; prints files read and times, returns the wrong answers (none expected)."""
+    from adapters.spark import local_session, read, register_datasource
+
+    where = "l_shipdate BETWEEN DATE '1995-03-01' AND DATE '1995-03-31'"
+    select = ["count(*) AS n", "sum(l_extendedprice) AS price"]
+    t0 = time.perf_counter()
+    spark = local_session(app_name="hudi-index-demo")
+    spark.sparkContext.setLogLevel("ERROR")
+    register_datasource(spark)
+    print(f"\nSpark {spark.version} local[2] started in {time.perf_counter() - t0:.1f} s; {where}:")
+    ways = {
+        "spark.read.parquet(all files)": lambda: spark.read.parquet(str(folder)).filter(where),
+        "adapters.spark.read (native, kept files)": lambda: read(spark, table, where=where),
+        "format('hudi_index') data source": lambda: (
+            spark.read.format("hudi_index").option("singleScan", "true").load(str(folder)).filter(where)
+        ),
+    }
+    kept = table.prune(parse_predicate(where)).kept
+    results = {}
+    try:
+        for title, make in ways.items():
+            seconds, rows = best_of(lambda m=make: m().selectExpr(*select).collect())
+            results[title] = rows
+            files = len(list(folder.glob("*.parquet"))) if "all files" in title else kept
+            print(f"  {title:42} files {files:>4}  {seconds * 1e3:8.0f} ms  {rows[0].asDict()}")
+    finally:
+        spark.stop()
+    first = next(iter(results.values()))
+    return [(f"spark: {t}", r, first) for t, r in results.items() if r != first]
 
 
 if __name__ == "__main__":
