@@ -614,3 +614,15 @@ def test_group_files() -> None:
     assert [[p for p, _ in g] for g in groups] == [["f0", "f1"], ["f2"], ["f3"], ["f4", "f5", "f6"], ["f7"]]
     assert group_files([], 100, 3) == []
     assert FilePartition().files == []
+
+
+def test_temporary_view_in_sql_reads_right(source: SparkSession, tables: dict[str, Path]) -> None:
+    # SQL access: CREATE TEMPORARY VIEW ... USING gets its options (CREATE TABLE does not, above).
+    # Without singleScan nothing is pruned, so queries after the first stay right.
+    root = tables["clustered"]
+    source.sql(f"CREATE OR REPLACE TEMPORARY VIEW spark_ds_view USING {SOURCE_NAME} OPTIONS (path '{root}')")
+    try:
+        assert source.sql("SELECT count(*) FROM spark_ds_view WHERE id < 100").collect()[0][0] == 100
+        assert source.sql("SELECT count(*) FROM spark_ds_view").collect()[0][0] == ROWS
+    finally:
+        source.catalog.dropTempView("spark_ds_view")

@@ -27,7 +27,8 @@ Python data source's planned read (partitions and reader) on the relation that `
 not on each scan. A DataFrame (or temp view) scanned twice reuses the last planned read:
 ``df.filter(...).count()`` then ``df.count()`` would count only the files kept for the first, and
 a self-union would get one scan's pruning for both. Without the option every file is read (the
-answer is right, only slower); with it the caller promises one scan per loaded DataFrame.
+answer is right, only slower); with it the caller promises one scan per loaded DataFrame (so
+never on a temporary view, which every later query scans again).
 ``adapters.spark.read`` (native parquet reads of the kept files) has no such limit.
 
 Another Spark 4.3.0 limit:
