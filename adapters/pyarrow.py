@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 import hudi_expr
+from adapters.translation import Translation
 from hudi_expr import (
     AlwaysFalse,
     AlwaysTrue,
@@ -71,18 +72,6 @@ def to_pyarrow(expr: Expression, schema: pa.Schema | None = None) -> pc.Expressi
     literal coercion need the column types).
     """
     return hudi_expr.to_pyarrow(expr, schema)
-
-
-@dataclass(frozen=True)
-class Translation:
-    """The pruning expression of a pyarrow filter and the parts of it that were not used.
-
-    ``expr`` is TRUE on every row the pyarrow filter selects (a superset, never fewer rows);
-    ``not_used`` names each untranslated subtree (it counted as TRUE), in first-seen order.
-    """
-
-    expr: Expression
-    not_used: tuple[str, ...]
 
 
 def parse_pyarrow(expr: pc.Expression, schema: pa.Schema | None = None) -> Expression:

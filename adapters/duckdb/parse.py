@@ -26,12 +26,12 @@ import json
 import re
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
+from adapters.translation import Translation
 from hudi_expr import (
     AlwaysFalse,
     AlwaysTrue,
@@ -77,14 +77,6 @@ _NO_LOCATION = 1 << 63  # DuckDB writes 2**64 - 1 for "no location"
 
 class SqlParseError(ValueError):
     """The SQL text is not a single valid boolean expression (bad input, not an unsupported one)."""
-
-
-@dataclass(frozen=True)
-class Translation:
-    """A translated predicate and the SQL text of each part that was replaced by TRUE."""
-
-    expr: Expression
-    not_used: tuple[str, ...]
 
 
 def parse_predicate(sql: str, table_aliases: Iterable[str] = ()) -> Expression:

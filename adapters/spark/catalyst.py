@@ -29,6 +29,7 @@ import numpy as np
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from adapters.translation import Translation
 from hudi_expr import (
     AlwaysFalse,
     AlwaysTrue,
@@ -59,14 +60,6 @@ __all__ = [
 ]
 
 JavaObject = Any  # a py4j proxy of a JVM object
-
-
-@dataclass(frozen=True)
-class Translation:
-    """A translated predicate and the SQL text of each part that was replaced by TRUE."""
-
-    expr: Expression
-    not_used: tuple[str, ...]
 
 
 # ------------------------------------------------------------------------------------ public API
