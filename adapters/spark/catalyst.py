@@ -77,11 +77,11 @@ def translate_column(spark: SparkSession, column: Column, schema: StructType) ->
     path = _single_leaf_path(plan)
     if path is None:
         return Translation(AlwaysTrue(), (str(plan.toString()),))
-    if _name(path[-1]) == "LocalRelation":
+    if class_name(path[-1]) == "LocalRelation":
         return Translation(AlwaysFalse(), ())  # the condition is never TRUE
     ids = frozenset(int(a.exprId().id()) for a in _seq(path[-1].output()))
     walker = _Walker(ids)
-    parts = [walker.translate(node.condition()) for node in path if _name(node) == "Filter"]
+    parts = [walker.translate(node.condition()) for node in path if class_name(node) == "Filter"]
     return Translation(And(*parts), tuple(dict.fromkeys(walker.not_used)))
 
 
@@ -142,18 +142,18 @@ def file_scan(df: DataFrame) -> FileScan | None:
     """The one ``HadoopFsRelation`` leaf of ``df``'s optimized plan and the filters above it."""
     plan = df._jdf.queryExecution().optimizedPlan()
     path = _single_leaf_path(plan)
-    if path is None or _name(path[-1]) != "LogicalRelation":
+    if path is None or class_name(path[-1]) != "LogicalRelation":
         return None
     relation = path[-1]
-    if _name(relation.relation()) != "HadoopFsRelation":
+    if class_name(relation.relation()) != "HadoopFsRelation":
         return None
     chain: list[JavaObject] = []
     for node in reversed(path[:-1]):
-        if _name(node) not in _ROW_WISE:
+        if class_name(node) not in _ROW_WISE:
             break
         chain.append(node)
     chain.reverse()
-    conditions = tuple(node.condition() for node in chain if _name(node) == "Filter")
+    conditions = tuple(node.condition() for node in chain if class_name(node) == "Filter")
     ids = frozenset(int(a.exprId().id()) for a in _seq(relation.output()))
     return FileScan(
         relation,
@@ -190,7 +190,7 @@ def _scan_filters(df: DataFrame) -> tuple[JavaObject, ...]:
     stack = [plan]
     while stack:
         node = stack.pop()
-        if _name(node) == "FileSourceScanExec":
+        if class_name(node) == "FileSourceScanExec":
             return (*_seq(node.partitionFilters()), *_seq(node.dataFilters()))
         stack.extend(_seq(node.children()))
     return ()
@@ -250,7 +250,7 @@ class _Walker:
         stack: list[tuple[JavaObject, bool, bool]] = [(node, negated, False)]
         while stack:
             item, neg, expanded = stack.pop()
-            kind = _name(item)
+            kind = class_name(item)
             if kind in ("And", "Or"):
                 if not expanded:
                     stack.append((item, neg, True))
@@ -308,7 +308,7 @@ class _Walker:
         raise _Untranslatable
 
     def _comparison(self, kind: str, left: JavaObject, right: JavaObject, neg: bool) -> Expression:
-        if _name(left) == "Literal" or left.foldable():
+        if class_name(left) == "Literal" or left.foldable():
             left, right, kind = right, left, _FLIPPED[kind]
         term = self._term(left)
         value = _literal(right)
@@ -337,7 +337,7 @@ class _Walker:
 
     def _term(self, node: JavaObject) -> _Term:
         """The column path of an attribute, a struct field of one, or a widening cast of those."""
-        kind = _name(node)
+        kind = class_name(node)
         if not _plain_type(node):
             raise _Untranslatable  # collated strings do not compare as UTF-8 bytes
         if kind == "Cast":
@@ -396,7 +396,10 @@ def _widened(term: _Term, source: JavaObject, target: JavaObject) -> _Term:
             return term
         if dst in _FLOAT_MANTISSA and _FLOAT_MANTISSA[dst] > _INTEGER_BITS[src]:
             return term  # every value fits the mantissa: the cast is exact
-        if _name(target) == "DecimalType" and target.precision() - target.scale() >= _INTEGER_DIGITS[src]:
+        if (
+            class_name(target) == "DecimalType"
+            and target.precision() - target.scale() >= _INTEGER_DIGITS[src]
+        ):
             return term
     if src == "FLOAT" and dst == "DOUBLE":
         return _Term(term.ref, float_to_double=True)
@@ -445,7 +448,7 @@ _EPOCH_DATE = dt.date(1970, 1, 1)
 
 def _literal(node: JavaObject) -> Any:
     """The Python value of a Catalyst constant (``_NULL`` for NULL); others are untranslatable."""
-    if _name(node) == "Literal":
+    if class_name(node) == "Literal":
         return _value(node.value(), node.dataType())
     if node.foldable() and node.deterministic():  # a constant Spark has not folded yet (analyzed)
         try:
@@ -495,7 +498,8 @@ def _decimal(value: JavaObject, scale: int) -> decimal.Decimal:
 # ----------------------------------------------------------------------------------- py4j access
 
 
-def _name(node: JavaObject) -> str:
+def class_name(node: JavaObject) -> str:
+    """The simple class name of a JVM object (``Filter``, ``GreaterThan``, ...)."""
     return str(node.getClass().getSimpleName())
 
 

@@ -34,7 +34,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from adapters.spark.catalyst import FileScan, file_scan, translate_column, translate_plan
+from adapters.spark.catalyst import FileScan, class_name, file_scan, translate_column, translate_plan
 from hudi_expr import AlwaysTrue, Expression, Predicate
 from hudi_expr.visitors import transform_leaves
 from index_store import IndexedTable, open_table
@@ -149,11 +149,11 @@ def _json(data_type: JavaObject) -> dict[str, Any]:
 def _rebuildable(scan: FileScan, root: str) -> bool:
     """A plan that is only Projects and Filters over a parquet read of exactly ``root``."""
     relation = scan.relation.relation()
-    if any(_name(node) not in ("Filter", "Project") for node in scan.chain):
+    if any(class_name(node) not in ("Filter", "Project") for node in scan.chain):
         return False
     if not scan.top_is_root or "Parquet" not in str(relation.fileFormat().getClass().getSimpleName()):
         return False
-    if any(not node.condition().deterministic() for node in scan.chain if _name(node) == "Filter"):
+    if any(not node.condition().deterministic() for node in scan.chain if class_name(node) == "Filter"):
         return False
     paths = relation.location().rootPaths()
     roots = [_local(str(paths.apply(i).toString())) for i in range(paths.size())]
@@ -170,7 +170,7 @@ def _local(uri: str) -> str:
 
 def _apply(df: DataFrame, node: JavaObject) -> DataFrame:
     """Re-apply one Filter or Project of the original plan from its SQL text."""
-    if _name(node) == "Filter":
+    if class_name(node) == "Filter":
         return df.filter(F.expr(str(node.condition().sql())))
     items = node.projectList()
     return df.select(*[F.expr(str(items.apply(i).sql())) for i in range(items.size())])
@@ -181,9 +181,9 @@ def _same_chain(old: FileScan, new: FileScan) -> bool:
     if len(old.chain) != len(new.chain) or not new.top_is_root:
         return False
     for a, b in zip(old.chain, new.chain, strict=True):
-        if _name(a) != _name(b):
+        if class_name(a) != class_name(b):
             return False
-        if _name(a) == "Filter":
+        if class_name(a) == "Filter":
             if not _same_expression(a.condition(), b.condition()):
                 return False
         else:
@@ -200,8 +200,8 @@ def _same_expression(a: JavaObject, b: JavaObject) -> bool:
     stack = [(a, b)]
     while stack:
         x, y = stack.pop()
-        kind = _name(x)
-        if kind != _name(y) or str(x.sql()) != str(y.sql()):
+        kind = class_name(x)
+        if kind != class_name(y) or str(x.sql()) != str(y.sql()):
             return False
         if kind == "Literal" and not x.equals(y):
             return False  # e.g. a TIMESTAMP text that names another instant when parsed back
@@ -212,10 +212,6 @@ def _same_expression(a: JavaObject, b: JavaObject) -> bool:
             return False
         stack.extend((xs.apply(i), ys.apply(i)) for i in range(xs.size()))
     return True
-
-
-def _name(node: JavaObject) -> str:
-    return str(node.getClass().getSimpleName())
 
 
 # ------------------------------------------------------------------------------------ type kinds
