@@ -334,6 +334,8 @@ class HudiIndexReader(sds.DataSourceReader):
         self.schema = schema
         self.filters: list[str] = []
         self.expression: Expression = hx.AlwaysTrue()
+        # Prune only when the caller promises one scan per load (see the module docstring).
+        self.single_scan = (_option(options, "singleScan", "false") or "").lower() == "true"
 
     def pushFilters(self, filters: list[sds.Filter]) -> list[sds.Filter]:
         """Keep the translatable filters for pruning, and hand EVERY filter back to Spark.
@@ -341,7 +343,7 @@ class HudiIndexReader(sds.DataSourceReader):
         Spark skips the filters this does not return, but the index only chooses files: rows of a
         kept file must still be filtered by Spark (see the module docstring)."""
         self.filters = [repr(f) for f in filters]
-        if (_option(self.options, "singleScan", "false") or "").lower() == "true":
+        if self.single_scan:
             self.expression, _ = translate_filters(filters, self.schema)
         return list(filters)
 
@@ -379,7 +381,7 @@ class HudiIndexReader(sds.DataSourceReader):
         listing = {os.path.join(table.root, f.path): f for f in table.reader.list_files()}
         if not table.snapshot().version:
             kept, total, note = list(listing), len(listing), "no index: every file read"
-        elif (_option(self.options, "singleScan", "false") or "").lower() != "true":
+        elif not self.single_scan:
             kept, total, note = list(listing), len(listing), "pruning off: option singleScan is not true"
         else:
             result = table.prune(self.expression)
