@@ -216,14 +216,12 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
     checked = planner.walker.evaluate_constants(
         [p.node for ref in refs for p in ref.pushable], parse=_spliced(query, refs, placeholders)
     )
-    tables = tuple(planner.prune(ref, registrations[str(ref.registered).lower()]) for ref in refs)
     if not _same_but_renamed(checked, statement, refs, placeholders):
         note = "run as written, without pruning: the rewritten text did not parse back to the same query"
-        return QueryPlan(query, query, tables, note, params, con)
-    sources = [
-        _source(registrations[str(ref.registered).lower()], table.result)
-        for ref, table in zip(refs, tables, strict=True)
-    ]
+        return QueryPlan(query, query, (), note, params, con)
+    read = [registrations[str(ref.registered).lower()] for ref in refs]
+    tables = tuple(planner.prune(ref, r) for ref, r in zip(refs, read, strict=True))
+    sources = [_source(r, table.result) for r, table in zip(read, tables, strict=True)]
     rewritten = _spliced(query, refs, sources)
     if _names_from_text(statement, refs):
         # DuckDB names an unaliased expression by its text; with a reference spliced into it the
