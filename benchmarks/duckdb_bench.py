@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import sys
 import time
@@ -45,6 +44,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from adapters.duckdb import parse_predicate, plan, register, sql
+from benchmarks.common import best, machine
 from index_store import open_table
 from scripts.tpch import generate, write_files
 
@@ -65,17 +65,6 @@ QUERIES = [
 ]
 
 
-def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    """Best wall time in seconds of ``repeat`` runs after one warm-up, and the last result."""
-    result = fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), result
-
-
 def _forget_listing(table: Any) -> None:
     table.reader._listing = None  # as if the folder had just changed
 
@@ -87,16 +76,7 @@ def _timed(fn: Callable[[], Any]) -> float:
 
 
 def machine_line() -> str:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    return (
-        f"machine: nproc={os.cpu_count()}, CPU {cpu}; Python {platform.python_version()}, "
-        f"duckdb {duckdb.__version__}, deltalake {deltalake.__version__}"
-    )
+    return f"machine: {machine()}, duckdb {duckdb.__version__}, deltalake {deltalake.__version__}"
 
 
 def make_delta(files: Sequence[Path], folder: Path) -> tuple[deltalake.DeltaTable, float]:

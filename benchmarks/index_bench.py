@@ -48,7 +48,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -65,6 +64,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from benchmarks.common import machine
 from hudi_expr import ColumnStats, Expression, FileStats, col, might_match
 from index_store import Commit, IndexedTable, Timeline, open_table
 from index_store.builder import compute_stats
@@ -612,12 +612,6 @@ def bench_build(
 
 
 def machine_line() -> str:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
     mem = ""
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
@@ -625,10 +619,7 @@ def machine_line() -> str:
             mem = f", {kb / 2**20:.0f} GiB RAM"
     except (OSError, StopIteration, ValueError):
         pass
-    return (
-        f"machine: nproc={os.cpu_count()}, CPU {cpu}{mem}; Python {platform.python_version()}, "
-        f"pyarrow {pa.__version__}, numpy {np.__version__}"
-    )
+    return f"machine: {machine()}{mem}, pyarrow {pa.__version__}, numpy {np.__version__}"
 
 
 def _met(ok: bool) -> str:

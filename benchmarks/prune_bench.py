@@ -26,8 +26,6 @@ Run from the repository root (takes well under two minutes)::
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import time
@@ -39,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from benchmarks.common import machine
 from hudi_expr import ColumnStats, Expression, FileStats, col, might_match
 
 SCHEMA = pa.schema([("id", pa.int64()), ("price", pa.float64()), ("city", pa.string())])
@@ -282,14 +281,8 @@ class Timing:
 def machine_line() -> str:
     import pyiceberg
 
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
     return (
-        f"machine: nproc={os.cpu_count()}, CPU {cpu}; Python {platform.python_version()}, "
+        f"machine: {machine()}, "
         f"pyarrow {pa.__version__}, numpy {np.__version__}, pyiceberg {pyiceberg.__version__}"
     )
 

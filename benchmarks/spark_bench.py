@@ -21,12 +21,9 @@ faster than (a) on the one-month range. Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import shutil
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +31,7 @@ import pyspark
 from pyspark.sql import DataFrame, SparkSession
 
 from adapters.spark import local_session, read, register_datasource
+from benchmarks.common import best, machine
 from index_store import IndexedTable, open_table
 from scripts.tpch import generate, write_files
 
@@ -46,17 +44,6 @@ QUERIES = [
     ),
 ]
 AGGREGATE = ["count(*) AS n", "sum(l_extendedprice * l_discount) AS revenue"]
-
-
-def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    """Best wall time in seconds of ``repeat`` runs after one warm-up, and the last result."""
-    result = fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), result
 
 
 def files_read(df: DataFrame) -> int:
@@ -134,14 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=Path("bench_data/spark_bench"))
     args = parser.parse_args(argv)
 
-    cpu = platform.processor() or "unknown CPU"
-    if os.path.exists("/proc/cpuinfo"):
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
-    print(
-        f"machine: nproc={os.cpu_count()}, CPU {cpu}; Python {platform.python_version()}, "
-        f"pyspark {pyspark.__version__}, local[2], driver memory {args.memory}"
-    )
+    print(f"machine: {machine()}, pyspark {pyspark.__version__}, local[2], driver memory {args.memory}")
     table = prepare(args.workdir, args.scale, args.files)
     spark = local_session(app_name="spark-bench", memory=args.memory)
     spark.sparkContext.setLogLevel("ERROR")
