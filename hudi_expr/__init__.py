@@ -42,6 +42,7 @@ from hudi_expr.rows import to_pyarrow
 from hudi_expr.serde import from_json, to_json
 from hudi_expr.stats import ColumnStats, FileStats
 from hudi_expr.strict import all_match
+from hudi_expr.translation import Translation
 from hudi_expr.visitors import ExpressionVisitor, PredicateVisitor, rewrite_not, visit
 
 __all__ = [
@@ -81,6 +82,7 @@ __all__ = [
     "Reference",
     "StartsWith",
     "StatsError",
+    "Translation",
     "all_match",
     "bind",
     "col",

@@ -4,6 +4,8 @@ from parquet footers, table readers (plain parquet, Hudi copy-on-write) and ``In
 from index_store.errors import (
     CommitConflictError,
     IndexCorruptError,
+    IndexNotBuiltError,
+    IndexNotWritableError,
     IndexStoreError,
     TableFormatError,
     UnsupportedTableError,
@@ -17,6 +19,8 @@ __all__ = [
     "CommitConflictError",
     "DataFile",
     "IndexCorruptError",
+    "IndexNotBuiltError",
+    "IndexNotWritableError",
     "IndexStoreError",
     "IndexedTable",
     "PruneResult",

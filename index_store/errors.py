@@ -14,8 +14,9 @@ class IndexCorruptError(IndexStoreError):
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(
-            f"index file {path} is corrupt: {reason}. Rebuild the index (hudi-index build), or open "
-            "the table with on_corrupt='keep_all' to skip pruning until then."
+            f"index file {path} is corrupt: {reason}. Rebuild the index: hudi-index build --rebuild "
+            "TABLE (Python: IndexedTable.build(rebuild=True)); until then hudi-index prune "
+            "--keep-all-on-corrupt (Python: prune(..., on_corrupt='keep_all')) reads every file."
         )
         self.path = path
         self.reason = reason
@@ -31,3 +32,22 @@ class UnsupportedTableError(IndexStoreError):
 
 class TableFormatError(IndexStoreError):
     """The table's own metadata (e.g. Hudi's .hoodie) is missing or malformed."""
+
+
+class IndexNotBuiltError(IndexStoreError, ValueError):
+    """The table has no index yet: it must be built before it can prune or be updated."""
+
+    def __init__(self, table: str) -> None:
+        super().__init__(f"{table} has no index yet: run build first (hudi-index build {table})")
+        self.table = table
+
+
+class IndexNotWritableError(IndexStoreError, PermissionError):
+    """The index folder cannot be written (a read-only table, or no permission)."""
+
+    def __init__(self, index_root: str, reason: str) -> None:
+        super().__init__(
+            f"cannot write the index at {index_root} ({reason}): keep it elsewhere with --index-path "
+            "DIR (Python: open_table(table, index_path=DIR))"
+        )
+        self.index_root = index_root

@@ -46,8 +46,17 @@ FILES_SCHEMA = pa.schema(
         ("instant", pa.string()),
         ("deleted", pa.bool_()),
         ("version", pa.int64()),
+        ("mtime", pa.int64()),  # ns; null in indexes written before it was recorded
     ]
 )
+
+# Columns an older index may lack: read as nulls (unknown), never as an error.
+_ADDED_LATER = {"mtime"}
+
+# Index files end in ``.idx`` (the content is parquet): a user's glob over the table
+# (``**/*.parquet``) must never read the index as data. Indexes written with ``.parquet`` names
+# still open; ``compact`` rewrites them under the new name.
+INDEX_FILE_SUFFIX = ".idx"
 
 COLUMN_STATS_SCHEMA = pa.schema(
     [("key", pa.string()), ("column", pa.string()), ("file_idx", pa.int64())]
@@ -85,7 +94,7 @@ def _write(
     Each block starts its own row groups (of at most ``max_rows``), so a row group never mixes
     two blocks: one column's stats can be read without touching another's.
     """
-    rel = f"{partition}/{uuid.uuid4().hex}.parquet"
+    rel = f"{partition}/{uuid.uuid4().hex}{INDEX_FILE_SUFFIX}"
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     dictionary = [c for c in ("column", "partition", "type") if c in schema.names]
@@ -182,12 +191,17 @@ def _read(
     expected: pa.Schema,
     row_groups: list[int] | None = None,
     columns: list[str] | None = None,
+    optional: Iterable[str] = (),
 ) -> pa.Table:
+    """Read ``columns`` of an index file; ``optional`` ones it lacks are left out, not an error."""
     pf = _open(root, rel)
     path = root / rel
-    missing = set(columns or expected.names) - set(pf.schema_arrow.names)
+    present = set(pf.schema_arrow.names)
+    missing = set(columns or expected.names) - present - set(optional)
     if missing:
         raise IndexCorruptError(str(path), f"missing columns {sorted(missing)}")
+    if columns is not None:
+        columns = [c for c in columns if c in present]
     try:
         if row_groups is None:
             return pf.read(columns=columns)
@@ -196,7 +210,7 @@ def _read(
         raise IndexCorruptError(str(path), f"unreadable parquet ({exc})") from None
 
 
-LOAD_COLUMNS = ("file_idx", "path", "row_count", "deleted", "version")
+LOAD_COLUMNS = ("file_idx", "path", "row_count", "deleted", "version", "size", "mtime")
 
 
 def read_files(root: Path, live: Sequence[str], columns: Sequence[str] = FILES_SCHEMA.names) -> pa.Table:
@@ -206,10 +220,10 @@ def read_files(root: Path, live: Sequence[str], columns: Sequence[str] = FILES_S
     """
     wanted = list(dict.fromkeys([*LOAD_COLUMNS, *columns]))
     schema = pa.schema([FILES_SCHEMA.field(c) for c in wanted])
-    tables = [_read(root, rel, FILES_SCHEMA, columns=wanted) for rel in live]
+    tables = [_read(root, rel, FILES_SCHEMA, columns=wanted, optional=_ADDED_LATER) for rel in live]
     if not tables:
         return schema.empty_table()
-    rows = pa.concat_tables([t.select(wanted).cast(schema) for t in tables])
+    rows = pa.concat_tables([_with_nulls(t, schema).select(wanted).cast(schema) for t in tables])
     idx = rows["file_idx"].to_numpy()
     # A build or compaction writes each file once, in file_idx order: nothing to resolve then.
     if bool(np.all(idx[1:] > idx[:-1])) and not pc.any(rows["deleted"]).as_py():
@@ -222,6 +236,14 @@ def read_files(root: Path, live: Sequence[str], columns: Sequence[str] = FILES_S
     first[1:] = idx[1:] != idx[:-1]
     rows = rows.filter(pa.array(first))
     return rows.filter(pc.invert(rows["deleted"]))
+
+
+def _with_nulls(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with a null column for each field of ``schema`` it lacks."""
+    for f in schema:
+        if f.name not in table.column_names:
+            table = table.append_column(f, pa.nulls(len(table), f.type))
+    return table
 
 
 def read_column_stats(

@@ -9,10 +9,14 @@ the index does not know is always kept, and one deleted behind its back is never
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import datetime as dt
+import errno
 import os
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -21,13 +25,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_expr import BindError, Expression, FileStats, explain, might_match
+from hudi_expr import Expression, FileStats, Translation, explain, might_match
 from hudi_expr.explain import Explanation
 from hudi_expr.inclusive import prepare
 from hudi_expr.stats import leaf_columns
 from index_store import tables as _tables
 from index_store.builder import BuiltFiles, ComputeStats, compute_stats
-from index_store.errors import CommitConflictError, IndexCorruptError
+from index_store.errors import (
+    CommitConflictError,
+    IndexCorruptError,
+    IndexNotBuiltError,
+    IndexNotWritableError,
+)
 from index_store.partitions import (
     FILES_SCHEMA,
     LOAD_COLUMNS,
@@ -64,6 +73,9 @@ class PruneResult:
     total: int
     unknown_files: list[str] = field(default_factory=list)  # on disk, not in the index: kept
     note: str = ""
+    changed_files: list[str] = field(default_factory=list)  # size or mtime differ from the index: kept
+    not_used: tuple[str, ...] = ()  # parts of a ``Translation`` that could not prune
+    index_error: str | None = None  # why the index could not be used (every file was kept)
     # Explaining re-evaluates each conjunct, so it is done only when someone asks.
     _explain: Callable[[], Explanation] | None = field(default=None, repr=False, compare=False)
     _cache: dict[str, Explanation] = field(default_factory=dict, repr=False, compare=False)
@@ -81,16 +93,35 @@ class PruneResult:
             self._cache["x"] = self._explain()
         return self._cache["x"]
 
+    @property
+    def index_used(self) -> bool:
+        """False when the index could not be read and every file was kept."""
+        return self.index_error is None
+
+    def notes(self) -> list[str]:
+        """What, beside the predicate, decided which files are kept (one line each)."""
+        lines = [f"not used for pruning (kept as TRUE): {part}" for part in self.not_used]
+        if self.unknown_files:
+            lines.append(f"{_files(len(self.unknown_files))} not in the index kept: run sync to index them")
+        if self.changed_files:
+            lines.append(
+                f"{_files(len(self.changed_files))} changed since the index was built, kept: run sync"
+            )
+        if self.note:
+            lines.append(self.note)
+        return lines
+
     def explain(self) -> str:
         explanation = self.explanation
         lines = [str(explanation)] if explanation is not None else []
-        if self.unknown_files:
-            lines.append(f"  {len(self.unknown_files)} files not in the index kept (run sync to index them)")
-        if self.note:
-            lines.append(f"  {self.note}")
-        if self.unknown_files or explanation is None or explanation.total != self.total:
+        lines += [f"  {line}" for line in self.notes()]
+        if self.unknown_files or self.changed_files or explanation is None or explanation.total != self.total:
             lines.append(f"kept {self.kept} of {self.total} files")  # the index's count is not all
         return "\n".join(lines)
+
+
+def _files(n: int) -> str:
+    return "1 file" if n == 1 else f"{n} files"
 
 
 class _Loaded:
@@ -167,44 +198,93 @@ class IndexedTable:
 
     def prune(
         self,
-        expr: Expression,
+        expr: Expression | Translation,
         *,
         verify_files: bool = True,
         on_corrupt: Literal["raise", "keep_all"] = "raise",
     ) -> PruneResult:
         """Files that may hold a row where ``expr`` is TRUE.
 
-        ``verify_files`` lists the table too: files deleted behind the index's back are dropped,
-        files it does not know are kept. ``on_corrupt="keep_all"`` keeps every file instead of
-        raising ``IndexCorruptError`` when the index cannot be read.
+        ``expr`` may be an adapter's ``Translation``: its untranslated parts are listed by
+        ``explain()``. ``verify_files`` lists the table too: files deleted behind the index's back
+        are dropped; files it does not know, and files whose size or modification time differ from
+        what the index recorded (rewritten in place), are kept. ``on_corrupt="keep_all"`` keeps
+        every file instead of raising ``IndexCorruptError`` when the index cannot be read.
         """
+        not_used: tuple[str, ...] = ()
+        if isinstance(expr, Translation):
+            expr, not_used = expr.expr, expr.not_used
         try:
             loaded = self._load()
+            if not loaded.snap.version:
+                raise IndexNotBuiltError(self.root)
             if not len(loaded.snap.schema):
-                raise BindError("the table has no index yet: run build first")
+                return self._prune_without_columns(not_used)
             bound = prepare(expr, FileStats([], [], {}, loaded.snap.schema))
             stats = self.stats(bound.references())
-            kept = stats.files.filter(might_match(bound, stats)).to_pylist()
+            mask = might_match(bound, stats)
         except IndexCorruptError as exc:
             if on_corrupt != "keep_all":
                 raise
             listing = self._abs_all(f.path for f in self.reader.list_files())
-            return PruneResult(listing, len(listing), note=f"index unreadable, kept every file: {exc}")
+            return PruneResult(
+                listing,
+                len(listing),
+                note="the index is unreadable: every file is kept",
+                not_used=not_used,
+                index_error=str(exc),
+            )
 
         def explanation() -> Explanation:
             return explain(bound, stats)
 
         if not verify_files:
-            return PruneResult(self._abs_all(kept), len(loaded.paths), _explain=explanation)
-        on_disk = pa.array([f.path for f in self.reader.list_files()], pa.string())
-        # Vectorized set logic: a file on disk but not in the index is kept (unknown); one in the
-        # index but gone from disk is dropped.
+            kept = stats.files.filter(mask).to_pylist()
+            return PruneResult(
+                self._abs_all(kept), len(loaded.paths), not_used=not_used, _explain=explanation
+            )
+        listing = self.reader.list_files()
+        on_disk = pa.array([f.path for f in listing], pa.string())
+        # Vectorized set logic. An indexed file gone from disk is dropped; a file on disk the index
+        # does not know is kept (unknown), and so is one whose size or modification time is not
+        # what the index recorded: rewritten in place, its statistics describe other rows.
+        where = pc.index_in(loaded.paths, value_set=on_disk)
+        present = pc.is_valid(where).to_numpy(zero_copy_only=False)
+        rows = where.fill_null(0).to_numpy(zero_copy_only=False)
+        disk_size = np.array([f.size for f in listing], dtype=np.int64)
+        disk_mtime = pa.array([f.mtime_ns for f in listing], pa.int64())
+        index_mtime = loaded.files["mtime"].combine_chunks()
+        same = (
+            np.asarray(disk_size[rows] == loaded.files["size"].to_numpy(zero_copy_only=False))
+            & pc.fill_null(pc.equal(disk_mtime.take(pa.array(rows)), index_mtime), False).to_numpy(
+                zero_copy_only=False
+            )
+            if len(listing)
+            else np.zeros(len(rows), dtype=bool)
+        )
+        changed = present & ~same
+        kept = present & (mask.to_numpy(zero_copy_only=False) | changed)
         unknown = self._abs_all(
             on_disk.filter(pc.invert(pc.is_in(on_disk, value_set=loaded.paths))).to_pylist()
         )
-        kept_array = pa.array(kept, pa.string())
-        present = kept_array.filter(pc.is_in(kept_array, value_set=on_disk)).to_pylist()
-        return PruneResult(self._abs_all(present) + unknown, len(on_disk), unknown, _explain=explanation)
+        return PruneResult(
+            self._abs_all(loaded.paths.filter(pa.array(kept)).to_pylist()) + unknown,
+            len(on_disk),
+            unknown,
+            changed_files=self._abs_all(loaded.paths.filter(pa.array(changed)).to_pylist()),
+            not_used=not_used,
+            _explain=explanation,
+        )
+
+    def _prune_without_columns(self, not_used: tuple[str, ...]) -> PruneResult:
+        """The index was built when the table had no data files: whatever is there now is unknown."""
+        on_disk = self._abs_all(f.path for f in self.reader.list_files())
+        note = (
+            "the table had no data files when the index was built: run sync"
+            if on_disk
+            else "the table has no data files"
+        )
+        return PruneResult(on_disk, len(on_disk), on_disk, note=note, not_used=not_used)
 
     def _abs_all(self, rels: Iterable[str]) -> list[str]:
         # Plain concatenation: os.path.join per file costs more than pruning a million of them.
@@ -219,12 +299,18 @@ class IndexedTable:
         fpp: float = 0.01,
         progress: bool | None = None,
         compute: ComputeStats | None = None,
+        rebuild: bool = False,
     ) -> int:
         """Index every live data file from scratch (a checkpoint commit); returns its version.
 
-        ``compute`` replaces ``compute_stats`` (same arguments and result), e.g. to compute the
-        stats on a cluster; listing and committing stay here, so the index is the same.
+        A build never reads the index it replaces, so it also repairs a corrupt one (readers replay
+        from the newest checkpoint). ``rebuild`` first moves the whole index folder aside (to
+        ``<index>.broken-<time>``), for an index too damaged to append to. ``compute`` replaces
+        ``compute_stats`` (same arguments and result), e.g. to compute the stats on a cluster;
+        listing and committing stay here, so the index is the same.
         """
+        if rebuild:
+            self._move_aside()
         files = self.reader.list_files()
         if bloom_columns is None:
             key = self.reader.record_key_field()
@@ -254,7 +340,22 @@ class IndexedTable:
                 info=info,
             )
 
-        return self._commit(prepare_commit)
+        return self._commit(prepare_commit, state=self._next_version_only)
+
+    def _next_version_only(self) -> Snapshot:
+        """An empty snapshot at the latest version: what a build needs, read without replaying."""
+        return dataclasses.replace(Snapshot.empty(), version=max(self.timeline.versions(), default=0))
+
+    def _move_aside(self) -> Path | None:
+        """Rename the index folder to ``<name>.broken-<UTC time>``; returns the new path."""
+        if not self.index_root.exists():
+            return None
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        aside = self.index_root.with_name(f"{self.index_root.name}.broken-{stamp}")
+        with self._writing():
+            self.index_root.rename(aside)
+        self._loaded = None
+        return aside
 
     def update(
         self,
@@ -269,7 +370,7 @@ class IndexedTable:
         """
         snap = self.snapshot()
         if not snap.version:
-            raise CommitConflictError("the table has no index yet: run build before update")
+            raise IndexNotBuiltError(self.root)
         add_files = self._describe(added)
         remove_paths = [self._rel(p) for p in removed]
         bloom_columns = list(snap.info.get("bloom_columns", []))
@@ -324,11 +425,14 @@ class IndexedTable:
         """Catch up with files added, removed or rewritten on disk; None if nothing changed."""
         if not self.snapshot().version:
             return self.build(progress=progress)
-        loaded = _Loaded(self.index_root, self.snapshot(), ["size"])
-        indexed = dict(zip(loaded.paths.to_pylist(), loaded.files["size"].to_pylist(), strict=True))
+        loaded = _Loaded(self.index_root, self.snapshot())
+        recorded = zip(loaded.files["size"].to_pylist(), loaded.files["mtime"].to_pylist(), strict=True)
+        indexed = dict(zip(loaded.paths.to_pylist(), recorded, strict=True))
         listing = self.reader.list_files()
         on_disk = {f.path: f for f in listing}
-        added = [f for f in listing if f.path not in indexed or indexed[f.path] != f.size]
+        # A file whose size or modification time moved was rewritten: index it again. So is one
+        # indexed before modification times were recorded (None never equals a listed time).
+        added = [f for f in listing if indexed.get(f.path) != (f.size, f.mtime_ns) or f.mtime_ns is None]
         removed = [p for p in indexed if p not in on_disk]
         if not added and not removed:
             return None
@@ -394,6 +498,10 @@ class IndexedTable:
                 for files in self.timeline.read(v).added.values():
                     keep.update(files)
         cutoff = time.time() - retention_seconds
+        with self._writing():
+            return self._delete_unused(keep, snap, cutoff)
+
+    def _delete_unused(self, keep: set[str], snap: Snapshot, cutoff: float) -> list[str]:
         deleted = []
         for partition in PARTITIONS:
             folder = self.index_root / partition
@@ -420,12 +528,15 @@ class IndexedTable:
 
     # ----------------------------------------------------------------------------- internals
 
-    def _commit(self, prepare_commit: Any) -> int:
+    def _commit(self, prepare_commit: Any, state: Callable[[], Snapshot] | None = None) -> int:
+        """Prepare a commit on the newest state (``state``, default the replayed snapshot) and
+        create its timeline entry; on losing the race to another writer, retry on the new state."""
         for attempt in range(MAX_RETRIES):
-            snap = self.snapshot()
-            commit = prepare_commit(snap)
-            if self.timeline.create(commit):
-                return commit.version
+            with self._writing():
+                snap = (state or self.snapshot)()
+                commit = prepare_commit(snap)
+                if self.timeline.create(commit):
+                    return commit.version
             # Another writer took this version: our files are orphans; drop them and retry after
             # a random pause, so that writers racing in step fall out of step.
             for files in commit.added.values():
@@ -433,6 +544,16 @@ class IndexedTable:
                     (self.index_root / rel).unlink(missing_ok=True)
             time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
         raise CommitConflictError(f"gave up after {MAX_RETRIES} attempts: the index keeps changing under us")
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Turn "permission denied" and "read-only file system" into ``IndexNotWritableError``."""
+        try:
+            yield
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise IndexNotWritableError(str(self.index_root), exc.strerror or str(exc)) from exc
+            raise
 
     def _write_batch(
         self,
@@ -453,6 +574,7 @@ class IndexedTable:
                 "instant": pa.array([f.instant for f in files] + [None] * len(tombstones), pa.string()),
                 "deleted": pa.array([False] * len(files) + [True] * len(tombstones)),
                 "version": pa.array(np.full(len(files) + len(tombstones), version, dtype=np.int64)),
+                "mtime": pa.array([f.mtime_ns for f in files] + [None] * len(tombstones), pa.int64()),
             }
         )
         added = {"files": [write_files(self.index_root, rows)]}

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_expr import ColumnStats, FileStats, col, might_match
-from index_store import CommitConflictError, IndexedTable, open_table
+from index_store import CommitConflictError, IndexedTable, IndexNotBuiltError, open_table
 from index_store.partitions import _row_groups_holding, read_column_stats, write_column_stats
 from index_store.timeline import Commit, Timeline
 
@@ -171,7 +171,7 @@ def test_update_sync_and_files_behind_the_index_back(table_dir: Path) -> None:
 
 def test_update_rejects_what_the_index_does_not_hold(table_dir: Path) -> None:
     table = open_table(table_dir)
-    with pytest.raises(CommitConflictError, match="run build"):
+    with pytest.raises(IndexNotBuiltError, match="run build"):
         table.update(added=["part-1.parquet"])
     table.build(progress=False)
     with pytest.raises(CommitConflictError, match="does not hold"):

@@ -9,10 +9,20 @@ from adapters.duckdb.parse import (
     translate_expression,
     translate_sql,
 )
-from adapters.duckdb.query import QueryPlan, TablePlan, plan, register, registered, sql, unregister
+from adapters.duckdb.query import (
+    IndexUnusedWarning,
+    QueryPlan,
+    TablePlan,
+    plan,
+    register,
+    registered,
+    sql,
+    unregister,
+)
 
 __all__ = [
     "DUCKDB_MAJOR",
+    "IndexUnusedWarning",
     "QueryPlan",
     "SqlParseError",
     "TablePlan",

@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ import pyarrow as pa
 
 from adapters.duckdb.parse import Walker, is_utc
 from adapters.duckdb.scope import TableRef, column_refs, find_references
+from adapters.duckdb.view import LiveRead, live_read
 from hudi_expr import (
     AlwaysTrue,
     And,
@@ -43,9 +45,18 @@ from hudi_expr import (
     to_pyarrow,
 )
 from hudi_expr.visitors import transform_leaves
-from index_store import IndexedTable, PruneResult, open_table
+from index_store import IndexedTable, IndexNotBuiltError, PruneResult, open_table
 
-__all__ = ["QueryPlan", "TablePlan", "plan", "register", "registered", "sql", "unregister"]
+__all__ = [
+    "IndexUnusedWarning",
+    "QueryPlan",
+    "TablePlan",
+    "plan",
+    "register",
+    "registered",
+    "sql",
+    "unregister",
+]
 
 
 @dataclass(frozen=True)
@@ -81,8 +92,8 @@ def register(
     files = [os.path.join(indexed.root, f.path) for f in indexed.reader.list_files()]
     if not files:
         raise ValueError(f"{indexed.root} has no data files: DuckDB cannot read a table without one")
-    if not len(indexed.snapshot().schema):
-        raise ValueError(f"{indexed.root} has no index yet: build it first (hudi-index build {indexed.root})")
+    if not indexed.snapshot().version:
+        raise IndexNotBuiltError(indexed.root)
     partition_columns = indexed.reader.partition_schema().names if indexed.reader.kind == "parquet" else []
     options = f"hive_partitioning = {'true' if partition_columns else 'false'}, can_have_nan = true"
     if union_by_name:
@@ -93,12 +104,24 @@ def register(
         types = dict(columns)
         hive_types = ", ".join(f"{_string(c)}: {_string(types[c])}" for c in partition_columns if c in types)
         options += f", hive_types = {{{hive_types}}}"
-    con.sql(f"CREATE OR REPLACE VIEW {_quote(name)} AS SELECT * FROM {_read(files, options)}")
+    read = live_read(con, name, indexed, options)
+    _check_live_read(con, read, files)
+    con.sql(f"CREATE OR REPLACE VIEW {_quote(name)} AS {read.view_sql()}")
     view_oid = _view_oids(con).get(name.lower())
     if view_oid is None:  # pragma: no cover - DuckDB just created it
         raise RuntimeError(f"view {name!r} was not created")
     registration = _Registration(name, indexed, view_oid, columns, options, union_by_name)
     _registry.setdefault(con, {})[name.lower()] = registration
+
+
+def _check_live_read(con: duckdb.DuckDBPyConnection, read: LiveRead, files: list[str]) -> None:
+    """The view must read every file the index lists, or its answers would differ from ``sql``'s."""
+    missing = set(files) - read.files(con)
+    if missing:
+        raise ValueError(
+            f"DuckDB's glob of the table does not reach {sorted(missing)[:3]}, so a view could not read "
+            "them: are the hive partition folders (k=v) the top folders of the table?"
+        )
 
 
 def unregister(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -126,13 +149,22 @@ class TablePlan:
     used: tuple[str, ...]  # SQL text of the conjuncts that pruned
     not_used: tuple[str, ...]  # conjuncts (or parts) about this table that could not, with why
     result: PruneResult | None = field(default=None, repr=False, compare=False)
+    note: str = ""  # e.g. why the index could not be used
 
     def __str__(self) -> str:
         shown = self.name if self.alias.lower() == self.name.lower() else f"{self.name} AS {self.alias}"
         lines = [f"{shown}: kept {self.kept} of {self.total} files"]
         lines += [f"  used:     {text}" for text in self.used]
         lines += [f"  not used: {text}" for text in self.not_used]
+        if self.result is not None:
+            lines += [f"  note: {line}" for line in self.result.notes() if line != self.result.note]
+        if self.note:
+            lines.append(f"  note: {self.note}")
         return "\n".join(lines)
+
+
+class IndexUnusedWarning(UserWarning):
+    """A query read every file of a table because its index could not be used."""
 
 
 @dataclass(frozen=True)
@@ -268,8 +300,22 @@ class _Planner:
             used.append(text)
             bound.append(expr)
         result = registration.table.prune(And(*bound) if bound else AlwaysTrue(), on_corrupt="keep_all")
+        note = ""
+        if not result.index_used:
+            # Nothing was pruned: no conjunct counts as used, and the user hears why.
+            not_used = [f"{text}  (the index is unreadable)" for text in used] + not_used
+            used = []
+            note = f"the index is unreadable, every file is read: {result.index_error}"
+            warnings.warn(f"{registration.name}: {note}", IndexUnusedWarning, stacklevel=4)
         return TablePlan(
-            registration.name, ref.alias, result.kept, result.total, tuple(used), tuple(not_used), result
+            registration.name,
+            ref.alias,
+            result.kept,
+            result.total,
+            tuple(used),
+            tuple(not_used),
+            result,
+            note,
         )
 
 

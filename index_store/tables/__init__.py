@@ -22,6 +22,18 @@ def _is_iceberg(root: str) -> bool:
         return any(e.name.endswith(".metadata.json") for e in entries)
 
 
+def _refuse_inside_hudi(root: str) -> None:
+    """A folder inside a Hudi table (a partition, or a merge-on-read table's files) is not a table:
+    read as plain parquet it would mix every file slice and miss the log files."""
+    parent = os.path.dirname(root)
+    while parent and parent != os.path.dirname(parent):
+        if os.path.isfile(os.path.join(parent, ".hoodie", "hoodie.properties")):
+            raise TableFormatError(
+                f"{root} is inside the Hudi table at {parent}: open the table's root folder instead"
+            )
+        parent = os.path.dirname(parent)
+
+
 def open_reader(
     path: str | os.PathLike[str],
     *,
@@ -38,6 +50,7 @@ def open_reader(
     plain directories only; ``record_key_field`` overrides the record-key column of either kind.
     """
     root = require_directory(path)
+    _refuse_inside_hudi(root)
     hoodie = os.path.join(root, ".hoodie")
     # A .hoodie folder holding nothing but this library's index (.hoodie/.index) is not Hudi's.
     if os.path.isdir(hoodie) and set(os.listdir(hoodie)) - {".index"}:

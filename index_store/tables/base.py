@@ -20,6 +20,7 @@ class DataFile:
     partition_values: dict[str, Any] = field(default_factory=dict)  # typed, per partition column
     instant: str | None = None  # commit instant that wrote it (Hudi), or None
     file_group: str | None = None  # Hudi file id, or None
+    mtime_ns: int | None = None  # modification time when listed: a rewrite in place changes it
 
 
 class TableReader(Protocol):

@@ -46,6 +46,9 @@ def parse_base_file_name(name: str) -> tuple[str, str, str] | None:
     return (m.group("file_id"), m.group("write_token"), m.group("instant")) if m else None
 
 
+_Slice = tuple[str, str, int, int]  # instant, base file name, size, modification time (ns)
+
+
 @dataclass(frozen=True)
 class _PartitionField:
     name: str
@@ -222,7 +225,7 @@ class HudiCowTable:
         required = set(self._folder_only_columns(file_schema))
         values: dict[str, dict[str, Any]] = {}
         files = []
-        for (partition, file_id), (instant, name, size) in newest.items():
+        for (partition, file_id), (instant, name, size, mtime) in newest.items():
             if partition not in values:
                 values[partition] = self._partition_values(partition, types, required)
             files.append(
@@ -233,18 +236,19 @@ class HudiCowTable:
                     partition_values=dict(values[partition]),
                     instant=instant,
                     file_group=file_id,
+                    mtime_ns=mtime,
                 )
             )
         files.sort(key=lambda f: f.path)
         return _Snapshot(files, file_schema)
 
-    def _newest_committed_slices(self, timeline: Timeline) -> dict[tuple[str, str], tuple[str, str, int]]:
-        """(partition, file id) -> (instant, file name, size) of each live file group's newest base
+    def _newest_committed_slices(self, timeline: Timeline) -> dict[tuple[str, str], _Slice]:
+        """(partition, file id) -> (instant, file name, size, mtime ns) of each live file group's newest base
         file of a committed instant."""
         replaced = timeline.replaced_file_groups()
         rolled_back = timeline.rolled_back()
         earliest = timeline.earliest
-        newest: dict[tuple[str, str], tuple[str, str, int]] = {}
+        newest: dict[tuple[str, str], _Slice] = {}
         for partition, entries in _walk_partitions(self.root):
             for entry in entries:
                 parsed = parse_base_file_name(entry.name)
@@ -261,9 +265,11 @@ class HudiCowTable:
                 if current is not None and current[0] == instant:
                     name = self._pick_duplicate(timeline, partition, instant, current[1], entry.name)
                     if name != current[1]:
-                        newest[group] = (instant, name, entry.stat().st_size)
+                        stat = entry.stat()
+                        newest[group] = (instant, name, stat.st_size, stat.st_mtime_ns)
                 elif current is None or current[0] < instant:
-                    newest[group] = (instant, entry.name, entry.stat().st_size)
+                    stat = entry.stat()
+                    newest[group] = (instant, entry.name, stat.st_size, stat.st_mtime_ns)
         return newest
 
     def _pick_duplicate(self, timeline: Timeline, partition: str, instant: str, a: str, b: str) -> str:

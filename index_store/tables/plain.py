@@ -5,13 +5,15 @@ Spark, Hive and DuckDB users expect to be left out: hidden entries (``.hoodie``,
 ``.spark-staging``), underscore entries that are not partitions (``_SUCCESS``, ``_delta_log``,
 ``_temporary``, ``__MACOSX``), and empty files (a write still in progress holds no rows).
 Partition values are typed as DuckDB's ``hive_partitioning`` types them (see ``hive``), or as
-declared by ``partition_schema``. The listing uses ``os.scandir`` only: nothing is opened. It is
-kept and reused while no folder's modification time has moved (one ``stat`` per folder instead of
-one per file: planning a query lists the table each time).
+declared by ``partition_schema``. The listing uses ``os.scandir`` and ``stat`` only: nothing is
+opened. Which files exist is kept and reused while no folder's modification time has moved; each
+file's size and modification time are read again every time (a file rewritten in place changes
+neither its folder nor its name, only those two).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import time
@@ -55,6 +57,7 @@ class _Listing:
     schema: pa.Schema
     folders: dict[str, int]  # folder path -> modification time (ns) when it was read
     empty: list[str]  # empty files, skipped now, to look at again: a write may have filled them
+    paths: list[str]  # absolute path of each of ``files``
 
     def current(self) -> bool:
         """No folder was changed (so no file added, removed or renamed) and no empty file filled."""
@@ -65,11 +68,30 @@ class _Listing:
         except OSError:
             return False
 
+    def restat(self) -> list[DataFile] | None:
+        """The files with their size and modification time as they are now; None if one is gone."""
+        try:
+            now = [(s.st_size, s.st_mtime_ns) for s in map(os.stat, self.paths)]
+        except OSError:
+            return None
+        if any(not size for size, _ in now):
+            return None  # truncated to nothing: rescan, so that it is set aside as empty
+        files = self.files
+        if any((f.size, f.mtime_ns) != stat for f, stat in zip(files, now, strict=True)):
+            files = [
+                f
+                if (f.size, f.mtime_ns) == (size, mtime)
+                else dataclasses.replace(f, size=size, mtime_ns=mtime)
+                for f, (size, mtime) in zip(files, now, strict=True)
+            ]
+            self.files = files
+        return files
+
 
 def _walk_parquet(
     root: str, folders: dict[str, int], empty: list[str], rel: str = ""
-) -> Iterator[tuple[str, str, int]]:
-    """``(relative dir, file name, size)`` of every visible, non-empty ``*.parquet`` file.
+) -> Iterator[tuple[str, str, int, int]]:
+    """``(relative dir, file name, size, mtime ns)`` of every visible, non-empty ``*.parquet`` file.
 
     Records each folder's modification time (taken before reading it) in ``folders`` and the
     paths of empty parquet files in ``empty``.
@@ -78,14 +100,20 @@ def _walk_parquet(
     folders[path] = os.stat(path).st_mtime_ns
     with os.scandir(path) as entries:
         for entry in entries:
+            if rel and entry.name == ".hoodie" and entry.is_dir():
+                # Its parquet files are file slices of a Hudi table, not rows of this one.
+                raise TableFormatError(
+                    f"{root} holds a Hudi table at {rel}: open that table on its own (a folder of "
+                    "Hudi tables is not one table)"
+                )
             if is_hidden(entry.name):
                 continue
             if entry.is_dir():
                 yield from _walk_parquet(root, folders, empty, f"{rel}/{entry.name}" if rel else entry.name)
             elif entry.name.endswith(".parquet") and entry.is_file():
-                size = entry.stat().st_size
-                if size > 0:
-                    yield rel, entry.name, size
+                stat = entry.stat()
+                if stat.st_size > 0:
+                    yield rel, entry.name, stat.st_size, stat.st_mtime_ns
                 else:
                     empty.append(entry.path)
 
@@ -136,12 +164,14 @@ class PlainParquetTable:
         """The listing, reused while no folder of the table has changed since it was taken."""
         listing = self._listing
         if listing is not None and listing.current():
-            return list(listing.files), listing.schema
+            files = listing.restat()
+            if files is not None:
+                return list(files), listing.schema
         started = time.time_ns()
         folders: dict[str, int] = {}
         empty: list[str] = []
         found = sorted(_walk_parquet(self.root, folders, empty), key=lambda f: (f[0], f[1]))
-        dirs = {rel: hive.hive_segments(rel) for rel in dict.fromkeys(rel for rel, _, _ in found)}
+        dirs = {rel: hive.hive_segments(rel) for rel in dict.fromkeys(rel for rel, _, _, _ in found)}
         schema = self._schema_of(dirs)
         values = {rel: self._values_of(pairs, schema) for rel, pairs in dirs.items()}
         files = [
@@ -150,11 +180,13 @@ class PlainParquetTable:
                 size=size,
                 partition=rel,
                 partition_values=dict(values[rel]),
+                mtime_ns=mtime,
             )
-            for rel, name, size in found
+            for rel, name, size, mtime in found
         ]
         quiet = all(t < started - _RACY_NS for t in folders.values())
-        self._listing = _Listing(files, schema, folders, empty) if quiet else None
+        paths = [os.path.join(self.root, f.path) for f in files]
+        self._listing = _Listing(files, schema, folders, empty, paths) if quiet else None
         return files, schema
 
     def _schema_of(self, dirs: dict[str, list[tuple[str, str]]]) -> pa.Schema:
