@@ -52,8 +52,9 @@ def open_reader(
     root = require_directory(path)
     _refuse_inside_hudi(root)
     hoodie = os.path.join(root, ".hoodie")
-    # A .hoodie folder holding nothing but this library's index (.hoodie/.index) is not Hudi's.
-    if os.path.isdir(hoodie) and set(os.listdir(hoodie)) - {".index"}:
+    # A .hoodie folder holding nothing but this library's index (.hoodie/.index, and indexes a
+    # rebuild moved aside: .index.broken-*) is not Hudi's.
+    if os.path.isdir(hoodie) and any(not name.startswith(".index") for name in os.listdir(hoodie)):
         names = ("hoodie.properties", "hoodie.properties.backup")
         if not any(os.path.isfile(os.path.join(hoodie, name)) for name in names):
             raise TableFormatError(f"{root} has a .hoodie folder but no .hoodie/hoodie.properties")
