@@ -40,6 +40,7 @@ _HIDDEN_SEGMENT = r"(?:[^/]*/)*(?:\.[^/]*|_[^/=]*)(?:/|$)"
 _GLOB_CHARACTERS = set("*?[]{}")
 # A folder's modification time may not move for changes made within one clock tick.
 _RACY_NS = 2_000_000_000
+_BURST_NS = 5_000_000
 
 
 @dataclass(frozen=True)
@@ -113,21 +114,25 @@ class _LiveFiles:
 
     DuckDB calls it once per globbed file (before opening it), so the live set is kept and listed
     again only when the Hudi timeline folder's modification time moves (every commit, rollback or
-    clean writes there), or while that time is within one clock tick of now.
+    clean writes there). While that time is within a clock tick of now, a change could leave it
+    unmoved, so the set is then listed again unless it is a few milliseconds old (the calls of one
+    query come in a burst).
     """
 
     def __init__(self, table: IndexedTable) -> None:
         self.table = table
         self.timeline_dir: str = getattr(table.reader, "timeline_dir", table.root)
         self.stamp: int | None = None
+        self.listed_at = 0
         self.paths = pa.array([], pa.string())
 
     def __call__(self, paths: pa.Array) -> pa.Array:
         stamp = os.stat(self.timeline_dir).st_mtime_ns
-        if stamp != self.stamp or time.time_ns() - stamp < _RACY_NS:
+        now = time.time_ns()
+        if stamp != self.stamp or (now - stamp < _RACY_NS and now - self.listed_at > _BURST_NS):
             prefix = self.table.root.rstrip(os.sep) + os.sep
             self.paths = pa.array([prefix + f.path for f in self.table.reader.list_files()], pa.string())
-            self.stamp = stamp
+            self.stamp, self.listed_at = stamp, time.time_ns()
         return pc.is_in(paths, value_set=self.paths)
 
 
