@@ -61,9 +61,8 @@ def best_of(fn: Callable[[], Any], repeat: int = 3) -> tuple[float, Any]:
 
 
 def read_all(folder: Path, hive: bool) -> str:
-    """DuckDB alone: ``read_parquet`` over every data file (the index's own parquet is not matched)."""
-    # '<dir>/**/*.parquet' would also match .hoodie/.index/**, so the glob names the data files' depth.
-    glob = f"{folder}/*/*.parquet" if hive else f"{folder}/*.parquet"
+    """DuckDB alone: ``read_parquet`` over every data file (index files end in .idx: never matched)."""
+    glob = f"{folder}/**/*.parquet"
     return f"read_parquet('{glob}', hive_partitioning = {str(hive).lower()}, can_have_nan = true)"
 
 
