@@ -211,25 +211,24 @@ class IndexedTable:
         what the index recorded (rewritten in place), are kept. ``on_corrupt="keep_all"`` keeps
         every file instead of raising ``IndexCorruptError`` when the index cannot be read.
         """
-        not_used: tuple[str, ...] = ()
-        if isinstance(expr, Translation):
-            expr, not_used = expr.expr, expr.not_used
+        not_used = expr.not_used if isinstance(expr, Translation) else ()
+        predicate = expr.expr if isinstance(expr, Translation) else expr
         try:
             loaded = self._load()
             if not loaded.snap.version:
                 raise IndexNotBuiltError(self.root)
             if not len(loaded.snap.schema):
                 return self._prune_without_columns(not_used)
-            bound = prepare(expr, FileStats([], [], {}, loaded.snap.schema))
+            bound = prepare(predicate, FileStats([], [], {}, loaded.snap.schema))
             stats = self.stats(bound.references())
             mask = might_match(bound, stats)
         except IndexCorruptError as exc:
             if on_corrupt != "keep_all":
                 raise
-            listing = self._abs_all(f.path for f in self.reader.list_files())
+            every_file = self._abs_all(f.path for f in self.reader.list_files())
             return PruneResult(
-                listing,
-                len(listing),
+                every_file,
+                len(every_file),
                 note="the index is unreadable: every file is kept",
                 not_used=not_used,
                 index_error=str(exc),
