@@ -1,32 +1,86 @@
-"""``hudi-index``: build, sync, prune, query, stats, compact and clean a table's metadata index.
+"""Keep a metadata index next to a parquet or Hudi copy-on-write table, so that queries read only the
+files that may hold matching rows.
 
-It sits above every package (SQL goes through the DuckDB adapter), hence its place here. Errors
-print as one line on stderr with a non-zero exit code (2 for bad input, 1 otherwise).
+Build the index once, keep it current with sync (or update), then ask which files a predicate
+needs (prune, files), or run SQL over the table with DuckDB reading only those (query).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
-from hudi_expr import Expression, HudiExprError, from_json
-from index_store import IndexedTable, open_table
+import pyarrow as pa
+import pyarrow.compute as pc
 
-__all__ = ["main", "parse_where"]
+from hudi_expr import AlwaysTrue, HudiExprError, Reference, Translation, from_json
+from hudi_expr.bloom import BloomFilterFormatError
+from hudi_expr.printer import format_literal, quote_column
+from hudi_expr.stats import ColumnStats, leaf_columns
+from index_store import IndexedTable, IndexNotBuiltError, PruneResult, open_table
+
+__all__ = ["build_parser", "main", "parse_where", "read_argument"]
+
+EPILOG = """\
+examples:
+  hudi-index build warehouse/orders --bloom order_id
+  hudi-index prune warehouse/orders --where "ship_date >= DATE '1995-03-01' AND order_id = 42"
+  hudi-index files warehouse/orders --where "order_id IN (1, 2, 3)" | xargs ls -l
+  hudi-index query warehouse/orders "SELECT count(*) FROM orders WHERE order_id = 42"
+  hudi-index sync warehouse/orders
+  hudi-index build warehouse/orders --rebuild      # when the index is reported corrupt
+
+--where takes SQL (parsed by DuckDB) or the JSON form of an expression; --where @FILE reads it
+from a file and --where - from standard input, for predicates too long for a command line.
+Exit status: 0 on success, 2 when the command line is at fault (bad path, predicate or option),
+1 for any other error.
+"""
 
 
-def parse_where(text: str) -> tuple[Expression, tuple[str, ...]]:
-    """A predicate given on the command line, and the parts of it pruning cannot use: SQL
+# ------------------------------------------------------------------------------------ predicates
+
+
+def read_argument(text: str, option: str = "--where", noun: str = "predicate") -> str:
+    """The text an argument names: ``-`` reads it from stdin and ``@FILE`` from a file (a long IN
+    list or OR exceeds the shell's argument limit); anything else is the text itself."""
+    if text == "-":
+        read = sys.stdin.read()
+    elif text.startswith("@"):
+        try:
+            read = Path(text[1:]).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"{option} {text}: cannot read {text[1:]}: {exc.strerror or exc}") from None
+    else:
+        read = text
+    if not read.strip():
+        raise ValueError(f"{option} {text}: the {noun} is empty")
+    return read
+
+
+def parse_where(text: str) -> Translation:
+    """A predicate given on the command line, with the parts of it pruning cannot use: SQL
     (through the DuckDB adapter, when installed) or the JSON form of ``hudi_expr.to_json``."""
     stripped = text.strip()
     if stripped.startswith(("{", "[")) or stripped in ("true", "false"):
-        return from_json(stripped), ()
-    translation = _duckdb("SQL predicates").translate_sql(stripped)
-    return translation.expr, translation.not_used
+        return Translation(from_json(stripped), ())
+    translation: Translation = _duckdb("SQL predicates").translate_sql(stripped)
+    return translation
+
+
+def _where(args: argparse.Namespace) -> Translation:
+    """``--where`` parsed; every file (TRUE) when it was not given."""
+    if args.where is None:
+        return Translation(AlwaysTrue(), ())
+    return parse_where(read_argument(args.where))
 
 
 def _duckdb(what: str) -> Any:
@@ -41,18 +95,102 @@ def _duckdb(what: str) -> Any:
     return adapters.duckdb
 
 
+# ------------------------------------------------------------------------------------- output
+
+
+def _json(value: object) -> None:
+    """One JSON document on stdout, ending in a newline (as every line of text should)."""
+    sys.stdout.write(json.dumps(value) + "\n")
+
+
+def _say(args: argparse.Namespace, kind: str, text: str) -> None:
+    """A ``note`` or ``warning`` line on stderr, where it never mixes with the output."""
+    print(f"hudi-index {args.command}: {kind}: {text}", file=sys.stderr)
+
+
+def _files(n: int) -> str:
+    return "1 file" if n == 1 else f"{n} files"
+
+
+def _shorten(text: str, width: int = 240) -> str:
+    """``text`` with each line longer than ``width`` cut in the middle: a 10,000-term predicate
+    quoted in an explanation would otherwise fill the terminal."""
+    lines = []
+    for line in text.splitlines():
+        if len(line) > width:
+            cut = len(line) - width * 3 // 4
+            line = f"{line[: width // 2]} ...({cut:,} characters)... {line[-width // 4 :]}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _result_json(result: PruneResult) -> dict[str, Any]:
+    return {
+        "kept": result.kept,
+        "total": result.total,
+        "files": result.files,
+        "unknown_files": result.unknown_files,
+        "changed_files": result.changed_files,
+        "index_used": result.index_used,
+        "notes": result.notes(),
+    }
+
+
+def _warn_if_unused(args: argparse.Namespace, result: PruneResult) -> None:
+    """Say why every file was kept when the index could not be read (``--keep-all-on-corrupt``)."""
+    if not result.index_used:
+        _say(args, "warning", f"the index is unreadable, every file is kept: {result.index_error}")
+
+
+# ------------------------------------------------------------------------------------ commands
+
+
 def _table(args: argparse.Namespace) -> IndexedTable:
     return open_table(args.table, index_path=args.index_path)
 
 
+def _built(table: IndexedTable) -> IndexedTable:
+    """``table``, or ``IndexNotBuiltError`` when it has no index (``compact`` would otherwise commit
+    an empty one, and ``stats`` describe nothing as "version 0")."""
+    if not table.snapshot().version:
+        raise IndexNotBuiltError(table.root)
+    return table
+
+
 def _cmd_build(args: argparse.Namespace) -> int:
+    """Index every file; with ``--rebuild`` the old index is moved aside first, and its place said."""
     t0 = time.perf_counter()
     table = _table(args)
+    before = _set_aside(table)
     blooms = args.bloom if args.bloom else None
-    version = table.build(bloom_columns=blooms, fpp=args.fpp, progress=None)
-    stats = table.stats(columns=[])
-    print(f"built index version {version}: {stats.num_files} files in {time.perf_counter() - t0:.2f} s")
+    version = table.build(bloom_columns=blooms, fpp=args.fpp, progress=None, rebuild=args.rebuild)
+    for aside in sorted(_set_aside(table) - before):
+        print(f"moved the old index aside to {_out_of_plain_hoodie(table, aside)}")
+    n = table.stats(columns=[]).num_files
+    empty = " (the table has no data files yet)" if not n else ""
+    print(f"built index version {version}: {_files(n)}{empty} in {time.perf_counter() - t0:.2f} s")
     return 0
+
+
+def _set_aside(table: IndexedTable) -> set[Path]:
+    """The folders ``build(rebuild=True)`` has moved the index to (``<index>.broken-<time>``)."""
+    return set(table.index_root.parent.glob(f"{table.index_root.name}.broken-*"))
+
+
+def _out_of_plain_hoodie(table: IndexedTable, aside: Path) -> Path:
+    """Move an index set aside inside a plain table's ``.hoodie`` folder to the table's root.
+
+    ``open_reader`` takes a ``.hoodie`` folder holding anything but ``.index`` for a Hudi table's,
+    so ``<table>/.hoodie/.index.broken-<time>`` would make the table unreadable ("has a .hoodie
+    folder but no .hoodie/hoodie.properties"). At the root, a name starting with ``.`` is hidden
+    from the table's listing like ``.hoodie`` is.
+    """
+    hoodie = Path(table.root) / ".hoodie"
+    if table.reader.kind != "parquet" or aside.parent != hoodie:
+        return aside
+    target = Path(table.root) / aside.name
+    aside.rename(target)
+    return target
 
 
 def _cmd_sync(args: argparse.Namespace) -> int:
@@ -61,17 +199,38 @@ def _cmd_sync(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_update(args: argparse.Namespace) -> int:
+    """One index commit for files a writer added and removed (cheaper than ``sync``'s listing)."""
+    if not args.added and not args.removed:
+        raise ValueError("nothing to update: give --added PATH... and/or --removed PATH...")
+    table = _table(args)
+    added = [_in_table(table, p) for p in args.added]
+    removed = [_in_table(table, p) for p in args.removed]
+    version = table.update(added=added, removed=removed, progress=None)
+    print(f"updated: index version {version} ({len(added)} added, {len(removed)} removed)")
+    return 0
+
+
+def _in_table(table: IndexedTable, path: str) -> str:
+    """A data file path as ``update`` takes it: a path from the current folder when it lies under
+    the table (``t/part-1.parquet``, what a shell completes), else relative to the table root."""
+    if os.path.isabs(path):
+        return path
+    here = os.path.abspath(path)
+    return here if os.path.commonpath([here, table.root]) == table.root else path
+
+
 def _cmd_prune(args: argparse.Namespace) -> int:
-    expr, not_used = parse_where(args.where)
+    """The kept files and why: per conjunct what it skipped, and what was kept regardless."""
+    where = _where(args)
     t0 = time.perf_counter()
-    result = _table(args).prune(expr, on_corrupt="keep_all" if args.keep_all_on_corrupt else "raise")
+    result = _table(args).prune(where, on_corrupt="keep_all" if args.keep_all_on_corrupt else "raise")
     elapsed = time.perf_counter() - t0
+    _warn_if_unused(args, result)
     if args.json:
-        print(json.dumps({"kept": result.kept, "total": result.total, "files": result.files}))
+        _json(_result_json(result))
         return 0
-    print(result.explain())
-    for part in not_used:
-        print(f"  not used for pruning (kept as TRUE): {part}")
+    print(_shorten(result.explain()))
     print(f"planned in {elapsed * 1e3:.1f} ms")
     if args.list:
         for f in result.files:
@@ -79,79 +238,172 @@ def _cmd_prune(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_files(args: argparse.Namespace) -> int:
+    """Only the kept files' absolute paths on stdout, one per line, for other tools to read."""
+    result = _table(args).prune(_where(args), on_corrupt="keep_all" if args.keep_all_on_corrupt else "raise")
+    _warn_if_unused(args, result)
+    for note in result.notes():
+        if result.index_used or note != result.note:
+            _say(args, "note", note)
+    if args.json:
+        _json(_result_json(result))
+    else:
+        sys.stdout.write("".join(f"{f}\n" for f in result.files))
+    return 0
+
+
 def _cmd_query(args: argparse.Namespace) -> int:
+    """Run SQL with each table a DuckDB view, every reference to it read pruned (``plan``).
+
+    DuckDB cannot make a view of a table without data files, so such a table answers no rows.
+    """
     duck = _duckdb("SQL queries")
     import duckdb
 
+    tables = _query_tables(args)
+    empty = [name for name, table in tables if not table.reader.list_files()]
+    if empty:
+        for name in empty:
+            _say(args, "note", f"table {_sql_name(name)} has no data files: the query returns no rows")
+        return 0
     con = duckdb.connect()
-    tables = [(args.name or _default_name(args.table), args.table, args.index_path)]
-    for spec in args.with_table or []:
-        name, sep, path = spec.partition("=")
-        if not sep or not name or not path:
-            raise ValueError(f"--with takes NAME=PATH, got {spec!r}")
-        tables.append((name, path, None))
-    for name, path, index_path in tables:
-        duck.register(con, name, open_table(path, index_path=index_path))
+    for name, table in tables:
+        duck.register(con, name, table)
     t0 = time.perf_counter()
-    planned = duck.plan(con, args.sql)
+    planned = duck.plan(con, read_argument(args.sql, "query", "query"))
     planned_ms = (time.perf_counter() - t0) * 1e3
-    try:
-        result = planned.relation().to_arrow_table()
-    except duckdb.Error as exc:
-        raise ValueError(str(exc).splitlines()[0]) from None
+    result = planned.relation().to_arrow_table()
     total_ms = (time.perf_counter() - t0) * 1e3
     if args.explain:
-        print(planned, file=sys.stderr)
+        print(_shorten(str(planned)), file=sys.stderr)
     if args.csv:
         import pyarrow.csv
 
+        sys.stdout.flush()
         pyarrow.csv.write_csv(result, sys.stdout.buffer)
     else:
         print(con.from_arrow(result) if result.num_columns else "(no columns)")
     summary = [f"{result.num_rows} rows in {total_ms:.1f} ms (planning {planned_ms:.1f} ms)"]
     summary += [f"{t.alias}: kept {t.kept} of {t.total} files" for t in planned.tables]
     print("; ".join(summary), file=sys.stderr)
+    if not args.explain:
+        for t in planned.tables:
+            for note in t.result.notes() if t.result is not None and t.result.index_used else ():
+                _say(args, "note", f"{t.alias}: {note}")
     return 0
+
+
+def _query_tables(args: argparse.Namespace) -> list[tuple[str, IndexedTable]]:
+    """The tables a query may read, by name: TABLE (named after its folder, or ``--name``) and each
+    ``--with NAME=PATH``. Each must have an index."""
+    name = args.name or _default_name(args.table)
+    tables = [(name, _built(_table(args)))]
+    for spec in args.with_table or []:
+        other, sep, path = spec.partition("=")
+        if not sep or not other or not path:
+            raise ValueError(f"--with takes NAME=PATH, got {spec!r}")
+        tables.append((other, _built(open_table(path))))
+    if not args.name and not _plain_identifier(name):
+        _say(
+            args,
+            "note",
+            f"the table is named {_sql_name(name)} in the query, quoted: {name} is not a plain SQL "
+            "identifier (--name chooses another name)",
+        )
+    return tables
 
 
 def _default_name(path: str) -> str:
-    """The table's folder name when it is a plain SQL identifier, else ``t``."""
-    import os
+    """The table's folder name (that of the current folder for ``.``); ``t`` for the root folder."""
+    return os.path.basename(os.path.abspath(path)) or "t"
 
-    name = os.path.basename(os.path.normpath(path))
-    return name if name.isidentifier() else "t"
+
+def _plain_identifier(name: str) -> bool:
+    """Whether DuckDB reads ``name`` unquoted as this one table name (the SQL printer's rule)."""
+    return "." not in name and quote_column(Reference(name)) == name
+
+
+def _sql_name(name: str) -> str:
+    """``name`` as it must be written in SQL: quoted unless it is a plain identifier."""
+    return name if _plain_identifier(name) else '"' + name.replace('"', '""') + '"'
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
-    table = _table(args)
+    """The index's version and size, and per column what its statistics say, as SQL literals."""
+    table = _built(_table(args))
     snap = table.snapshot()
+    types = leaf_columns(snap.schema)
+    unknown = [c for c in args.columns or () if c not in types]
+    if unknown:
+        raise ValueError(f"unknown column {unknown[0]!r}; the index has {', '.join(types) or 'none'}")
     stats = table.stats(columns=args.columns or None, with_blooms=False)
+    columns = {name: _column_summary(cs, types.get(name)) for name, cs in stats.columns.items()}
+    if args.json:
+        _json(
+            {
+                "version": snap.version,
+                "checkpoint_version": snap.checkpoint_version,
+                "files": stats.num_files,
+                "table_instant": snap.table_instant,
+                "columns": columns,
+            }
+        )
+        return 0
     print(
-        f"index version {snap.version} (checkpoint {snap.checkpoint_version}), {stats.num_files} files, "
+        f"index version {snap.version} (checkpoint {snap.checkpoint_version}), {_files(stats.num_files)}, "
         f"data instant {snap.table_instant or '-'}"
     )
-    for name, cs in stats.columns.items():
-        nulls = cs.null_count.to_pylist()
-        known = [n for n in nulls if n is not None]
-        print(
-            f"  {name}: min {_fmt(cs.min)} max {_fmt(cs.max)}; "
-            f"nulls {sum(known)} in {len(known)}/{len(nulls)} known"
-        )
+    for name, column in columns.items():
+        print(_column_line(name, column))
     return 0
 
 
-def _fmt(arr: object) -> str:
-    import pyarrow.compute as pc
+def _column_line(name: str, c: dict[str, Any]) -> str:
+    """``  name type: min X, max Y (known for k of n); nulls N (...); NaNs M (...)`` (NaNs when known)."""
+    line = f"  {quote_column(Reference(name))} {c['type']}: min {c['min']}, max {c['max']}"
+    line += f" ({_known(c, 'bounds')}); nulls {c['null_count']} ({_known(c, 'null_count')})"
+    if c["nan_count_files"]:
+        line += f"; NaNs {c['nan_count']} ({_known(c, 'nan_count')})"
+    return line
 
+
+def _column_summary(cs: ColumnStats, type: pa.DataType | None) -> dict[str, Any]:
+    """One column over every file: the smallest min and largest max as SQL literals (NULL when no
+    file has one), the null and NaN counts summed over the files that know theirs."""
+    files = len(cs.min)
+    known = pc.and_(pc.is_valid(cs.min), pc.is_valid(cs.max))
+    return {
+        "type": str(type if type is not None else cs.min.type),
+        "files": files,
+        "min": _literal(_extreme(cs.min, min)),
+        "max": _literal(_extreme(cs.max, max)),
+        "bounds_files": pc.sum(pc.cast(known, pa.int64())).as_py() or 0,
+        "null_count": pc.sum(cs.null_count).as_py() or 0,
+        "null_count_files": files - cs.null_count.null_count,
+        "nan_count": pc.sum(cs.nan_count).as_py() or 0,
+        "nan_count_files": files - cs.nan_count.null_count,
+    }
+
+
+def _extreme(values: pa.Array, pick: Any) -> pa.Scalar:
+    """The smallest (``pick=min``) or largest (``max``) value, null if none is known; in Python for
+    the types Arrow has no kernel for (durations, string views)."""
     try:
-        mm = pc.min_max(arr)
-        return f"{mm['min'].as_py()!r}..{mm['max'].as_py()!r}"
-    except Exception:
-        return "?"
+        return pc.min(values) if pick is min else pc.max(values)
+    except pa.ArrowNotImplementedError:
+        return pa.scalar(pick((v for v in values.to_pylist() if v is not None), default=None), values.type)
+
+
+def _literal(value: pa.Scalar) -> str:
+    return format_literal(value) if value.is_valid else "NULL"
+
+
+def _known(column: dict[str, Any], what: str) -> str:
+    return f"known for {column[f'{what}_files']} of {column['files']}"
 
 
 def _cmd_compact(args: argparse.Namespace) -> int:
-    print(f"compacted: index version {_table(args).compact()}")
+    print(f"compacted: index version {_built(_table(args)).compact()}")
     return 0
 
 
@@ -161,58 +413,212 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
+# -------------------------------------------------------------------------------------- parser
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1 (a false-positive rate)."""
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {text}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a duration in seconds, zero or more."""
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {text}")
+    return value
+
+
+def _version() -> str:
+    try:
+        return metadata.version("hudi-index")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree, not installed
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hudi-index", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    """The ``hudi-index`` command line: one subcommand per operation on a table's index."""
+    parser = argparse.ArgumentParser(
+        prog="hudi-index",
+        description=__doc__,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, help: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help)
-        p.add_argument("table", help="table root (plain parquet directory or Hudi copy-on-write table)")
-        p.add_argument("--index-path", help="where the index lives (default <table>/.hoodie/.index)")
+        p = sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".")
+        p.add_argument(
+            "table",
+            metavar="TABLE",
+            help="the table's folder: plain parquet files, or a Hudi copy-on-write table",
+        )
+        p.add_argument(
+            "--index-path",
+            metavar="DIR",
+            help="keep the index in DIR, e.g. for a table you cannot write to "
+            "(default: TABLE/.hoodie/.index)",
+        )
         return p
 
-    p = add("build", "index every data file from scratch")
-    p.add_argument("--bloom", action="append", help="column to keep bloom filters on (repeatable)")
-    p.add_argument("--fpp", type=float, default=0.01, help="bloom filter false-positive rate")
-    p.set_defaults(run=_cmd_build)
-    add("sync", "index files added or removed since the last commit").set_defaults(run=_cmd_sync)
-    p = add("prune", "list the files a predicate may match")
-    p.add_argument("--where", required=True, help="predicate: SQL, or the JSON form")
-    p.add_argument("--list", action="store_true", help="print the kept file paths")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    def where(p: argparse.ArgumentParser, required: bool) -> None:
+        p.add_argument(
+            "--where",
+            required=required,
+            metavar="PREDICATE",
+            help="SQL (e.g. \"a > 5 AND d >= DATE '2024-01-01'\") or the JSON form; @FILE reads it from "
+            "a file, - from standard input" + ("" if required else " (default: every file)"),
+        )
+        p.add_argument(
+            "--keep-all-on-corrupt",
+            action="store_true",
+            help="keep every file, with a warning, instead of failing when the index is unreadable",
+        )
+
+    p = add("build", "index every data file of the table from scratch")
     p.add_argument(
-        "--keep-all-on-corrupt", action="store_true", help="keep every file if the index is unreadable"
+        "--bloom",
+        action="append",
+        metavar="COLUMN",
+        help="keep bloom filters on COLUMN (repeatable; default: the table's record key, if it has one)",
     )
-    p.set_defaults(run=_cmd_prune)
-    p = add("stats", "summarize the index")
-    p.add_argument("--columns", nargs="*", help="only these columns")
-    p.set_defaults(run=_cmd_stats)
-    p = add("query", "run a SQL query with DuckDB, reading only the files the index keeps")
-    p.add_argument("sql", help="the query; the table is named after its folder (or --name)")
-    p.add_argument("--name", help="the table's name in the query (default: its folder name, else t)")
     p.add_argument(
-        "--with", dest="with_table", action="append", metavar="NAME=PATH", help="another indexed table"
+        "--fpp", type=_fraction, default=0.01, help="bloom filter false-positive rate (default: %(default)s)"
+    )
+    p.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="move the existing index aside (to <index>.broken-<time>) first: the way out of a corrupt index",
+    )
+    p.set_defaults(run=_cmd_build)
+
+    add("sync", "index the files added, removed or rewritten since the last commit").set_defaults(
+        run=_cmd_sync
+    )
+
+    p = add("update", "record one data commit in the index: files added and removed")
+    paths = "paths under TABLE: relative to the current folder, or to TABLE, or absolute (repeatable)"
+    p.add_argument("--added", nargs="+", action="extend", default=[], metavar="PATH", help=f"new {paths}")
+    p.add_argument(
+        "--removed", nargs="+", action="extend", default=[], metavar="PATH", help=f"deleted {paths}"
+    )
+    p.set_defaults(run=_cmd_update)
+
+    p = add("prune", "show which files a predicate may match, and why the others are skipped")
+    where(p, required=True)
+    p.add_argument("--list", action="store_true", help="also print the kept files' paths")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead")
+    p.set_defaults(run=_cmd_prune)
+
+    p = add("files", "print the files a predicate may match, one absolute path per line (for xargs)")
+    where(p, required=False)
+    p.add_argument("--json", action="store_true", help="print one JSON object instead")
+    p.set_defaults(run=_cmd_files)
+
+    p = add("query", "run a SQL query with DuckDB, reading only the files the index keeps")
+    p.add_argument(
+        "sql",
+        metavar="SQL",
+        help="the query (@FILE: read from a file, -: from standard input); the table is named after its "
+        'folder, quoted when that is not a plain name: "my-tbl"',
+    )
+    p.add_argument("--name", help="the table's name in the query (default: its folder's name)")
+    p.add_argument(
+        "--with",
+        dest="with_table",
+        action="append",
+        metavar="NAME=PATH",
+        help="another indexed table the query reads (repeatable)",
     )
     p.add_argument("--explain", action="store_true", help="print what was kept and why (on stderr)")
     p.add_argument("--csv", action="store_true", help="print the result as CSV")
     p.set_defaults(run=_cmd_query)
+
+    p = add("stats", "summarize the index: files, and per column min, max, null and NaN counts")
+    p.add_argument("--columns", nargs="*", metavar="COLUMN", help="only these columns (default: all)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead")
+    p.set_defaults(run=_cmd_stats)
+
     add("compact", "rewrite the live index into one checkpoint").set_defaults(run=_cmd_compact)
+
     p = add("clean", "delete index files no reader needs any more")
-    p.add_argument("--retention", type=float, default=3600.0, help="keep files younger than this (seconds)")
+    p.add_argument(
+        "--retention",
+        type=_seconds,
+        default=3600.0,
+        metavar="SECONDS",
+        help="keep files younger than this, for readers still on an older version (default: %(default)s)",
+    )
     p.set_defaults(run=_cmd_clean)
     return parser
 
 
+# ---------------------------------------------------------------------------------------- main
+
+
+def _expected_errors() -> tuple[type[BaseException], ...]:
+    """What a user can cause or fix: the library's errors, bad input, file system and DuckDB errors."""
+    errors: tuple[type[BaseException], ...] = (HudiExprError, ValueError, OSError, pa.ArrowException)
+    duckdb = sys.modules.get("duckdb")
+    return (*errors, duckdb.Error) if duckdb is not None else errors
+
+
+def _exit_code(exc: BaseException) -> int:
+    """2 when the command line is at fault (a bad path, predicate, option or query), 1 otherwise."""
+    if isinstance(exc, BloomFilterFormatError | pa.ArrowException):
+        return 1  # unreadable data or index files, whatever their Python base class
+    if isinstance(exc, ValueError | FileNotFoundError | NotADirectoryError):
+        return 2
+    duckdb = sys.modules.get("duckdb")
+    return 2 if duckdb is not None and isinstance(exc, duckdb.ProgrammingError) else 1
+
+
+def _message(exc: BaseException) -> str:
+    """One line: an OS error as ``path: reason``, DuckDB's error without the query it quotes."""
+    if isinstance(exc, OSError) and exc.strerror and exc.filename:
+        return f"{exc.filename}: {exc.strerror}"
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    duckdb = sys.modules.get("duckdb")
+    if duckdb is not None and isinstance(exc, duckdb.Error):
+        return lines[0]
+    return " ".join(line.strip() for line in lines)
+
+
+@contextlib.contextmanager
+def _warnings_as_lines(command: str) -> Iterator[None]:
+    """Print each distinct warning once, as one ``hudi-index CMD: warning:`` line on stderr, instead
+    of Python's two-line ``file:line: Category: message`` form."""
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            yield
+        finally:
+            for message in dict.fromkeys(str(w.message) for w in caught):
+                print(f"hudi-index {command}: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``hudi-index`` command; errors print as one line on stderr, never a traceback."""
     args = build_parser().parse_args(argv)
     try:
-        return int(args.run(args))
-    except (HudiExprError, ValueError, FileNotFoundError, NotADirectoryError) as exc:
-        print(f"hudi-index {args.command}: error: {exc}", file=sys.stderr)
-        return 2 if isinstance(exc, ValueError | FileNotFoundError | NotADirectoryError) else 1
+        with _warnings_as_lines(args.command):
+            code = int(args.run(args))
+        sys.stdout.flush()
+        return code
     except KeyboardInterrupt:
         print(f"hudi-index {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (``hudi-index files t | head``): stop quietly, as other tools do.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except _expected_errors() as exc:
+        print(f"hudi-index {args.command}: error: {_message(exc)}", file=sys.stderr)
+        return _exit_code(exc)
 
 
 if __name__ == "__main__":
