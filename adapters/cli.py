@@ -165,7 +165,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     blooms = args.bloom if args.bloom else None
     version = table.build(bloom_columns=blooms, fpp=args.fpp, progress=None, rebuild=args.rebuild)
     for aside in sorted(_set_aside(table) - before):
-        print(f"moved the old index aside to {_out_of_plain_hoodie(table, aside)}")
+        print(f"moved the old index aside to {aside}")
     n = table.stats(columns=[]).num_files
     empty = " (the table has no data files yet)" if not n else ""
     print(f"built index version {version}: {_files(n)}{empty} in {time.perf_counter() - t0:.2f} s")
@@ -175,22 +175,6 @@ def _cmd_build(args: argparse.Namespace) -> int:
 def _set_aside(table: IndexedTable) -> set[Path]:
     """The folders ``build(rebuild=True)`` has moved the index to (``<index>.broken-<time>``)."""
     return set(table.index_root.parent.glob(f"{table.index_root.name}.broken-*"))
-
-
-def _out_of_plain_hoodie(table: IndexedTable, aside: Path) -> Path:
-    """Move an index set aside inside a plain table's ``.hoodie`` folder to the table's root.
-
-    ``open_reader`` takes a ``.hoodie`` folder holding anything but ``.index`` for a Hudi table's,
-    so ``<table>/.hoodie/.index.broken-<time>`` would make the table unreadable ("has a .hoodie
-    folder but no .hoodie/hoodie.properties"). At the root, a name starting with ``.`` is hidden
-    from the table's listing like ``.hoodie`` is.
-    """
-    hoodie = Path(table.root) / ".hoodie"
-    if table.reader.kind != "parquet" or aside.parent != hoodie:
-        return aside
-    target = Path(table.root) / aside.name
-    aside.rename(target)
-    return target
 
 
 def _cmd_sync(args: argparse.Namespace) -> int:

@@ -439,6 +439,8 @@ class IndexedTable:
 
     def compact(self) -> int:
         """Rewrite the live index into one file per partition (a checkpoint); returns its version."""
+        if not self.snapshot().version:
+            raise IndexNotBuiltError(self.root)
 
         def prepare_commit(snap: Snapshot) -> Commit:
             loaded = _Loaded(self.index_root, snap, FILES_SCHEMA.names)
