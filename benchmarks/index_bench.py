@@ -8,7 +8,7 @@ What it measures:
    bounds), generated column-wise with numpy/pyarrow (no per-file Python), written as a real index
    with the library's own writers: a ``files`` partition (``partitions.write_files``), the
    ``column_stats`` partition (``partitions.write_column_stats``) and a checkpoint timeline entry
-   (``Timeline.create``). No data files exist: the table reader lists none and pruning runs with
+   (``IndexTimeline.create``). No data files exist: the table reader lists none and pruning runs with
    ``verify_files=False``. Reported: write time and size on disk (information, no target).
 2. Open + prune on 2 columns (``event_date`` range AND ``id`` range, a few percent of files kept).
    *Cold*: a fresh process that imports everything and warms the code paths on a tiny index, then
@@ -66,13 +66,13 @@ import pyarrow.parquet as pq
 
 from benchmarks.common import machine
 from hudi_expr import ColumnStats, Expression, FileStats, col, might_match
-from index_store import Commit, IndexedTable, Timeline, open_table
+from index_store import Commit, IndexConfig, IndexedTable, IndexTimeline, open_table
 from index_store.builder import compute_stats
 from index_store.codec import slot_of
 from index_store.partitions import (
     COLUMN_STATS_SCHEMA,
     FILES_SCHEMA,
-    _row_groups_holding,
+    row_groups_holding,
     write_column_stats,
     write_files,
 )
@@ -306,6 +306,7 @@ def write_index(root: Path, stats: FileStats) -> Written:
             "instant": pa.array(INSTANTS).take(pa.array(rng.integers(0, len(INSTANTS), n))),
             "deleted": pa.repeat(False, n),
             "version": pa.array(np.ones(n, dtype=np.int64)),
+            "mtime": pa.nulls(n, pa.int64()),
         },
         schema=FILES_SCHEMA,
     )
@@ -322,15 +323,9 @@ def write_index(root: Path, stats: FileStats) -> Written:
         schema=stats.schema,
         checkpoint=True,
         next_file_idx=n,
-        info={
-            "table_kind": "parquet",
-            "record_key": None,
-            "bloom_columns": [],
-            "fpp": 0.01,
-            "exact_columns": [],
-        },
+        config=IndexConfig(table_kind="parquet"),
     )
-    if not Timeline(root).create(commit):
+    if not IndexTimeline(root).create(commit):
         raise RuntimeError(f"{root} already holds an index")
     return Written(t1 - t0, t2 - t1, time.perf_counter() - t2, added)
 
@@ -352,7 +347,7 @@ def needed_bytes(root: Path, added: dict[str, list[str]], schema: pa.Schema, wan
         pf = pq.ParquetFile(root / rel)
         md = pf.metadata
         total += md.serialized_size + 8
-        for g in _row_groups_holding(pf, sorted(wanted)):
+        for g in row_groups_holding(pf, sorted(wanted)):
             total += sum(md.row_group(g).column(i).total_compressed_size for i in idx)
     return total
 
@@ -685,7 +680,7 @@ def run(args: argparse.Namespace, repeat: int, work: Path) -> int:
     index_size = size_of(index_root)
     part_sizes = {p: size_of(index_root / p) for p in ("files", "column_stats", "timeline")}
     need = needed_bytes(
-        index_root, written.added, Timeline(index_root).snapshot().schema, ["event_date", "id"]
+        index_root, written.added, IndexTimeline(index_root).snapshot().schema, ["event_date", "id"]
     )
 
     # 2. Open + prune: cold runs in fresh processes, warm runs inside the first of them.

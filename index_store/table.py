@@ -1,22 +1,19 @@
 """``IndexedTable``: a table plus its metadata index, the public API of ``index_store``.
 
-Writers (``build``, ``update``, ``sync``, ``compact``) prepare their parquet files, then race for
-the next timeline version; the loser re-reads the index and retries, or raises
-``CommitConflictError`` when the other commit touched the same data files. Readers (``prune``,
+Writers (``build``, ``update``, ``sync``, ``compact``) prepare their index files, then race for
+the next timeline version (``index_store.commit``); the loser re-reads the index and retries, or
+raises ``CommitConflictError`` when the other commit touched the same data files. Readers (``prune``,
 ``stats``) use the newest complete version and load only the columns a predicate uses; a data file
 the index does not know is always kept, and one deleted behind its back is never returned.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as dt
-import errno
 import os
-import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -31,24 +28,25 @@ from hudi_expr.inclusive import prepare
 from hudi_expr.stats import leaf_columns
 from index_store import tables as _tables
 from index_store.builder import BuiltFiles, ComputeStats, compute_stats
+from index_store.commit import commit, writable
+from index_store.config import IndexConfig
 from index_store.errors import (
     CommitConflictError,
     IndexCorruptError,
     IndexNotBuiltError,
-    IndexNotWritableError,
 )
 from index_store.partitions import (
     FILES_SCHEMA,
     LOAD_COLUMNS,
+    REGISTRY,
+    Batch,
+    LiveIndex,
     read_blooms,
     read_column_stats,
     read_files,
-    write_blooms,
-    write_column_stats,
-    write_files,
 )
 from index_store.tables.base import DataFile, TableReader
-from index_store.timeline import PARTITIONS, Commit, Snapshot, Timeline
+from index_store.timeline import Commit, IndexTimeline, Snapshot
 
 __all__ = ["IndexedTable", "PruneResult", "open_table"]
 
@@ -142,7 +140,7 @@ class IndexedTable:
     def __init__(self, reader: TableReader, index_root: Path) -> None:
         self.reader = reader
         self.index_root = Path(index_root)
-        self.timeline = Timeline(self.index_root)
+        self.timeline = IndexTimeline(self.index_root)
         self._loaded: _Loaded | None = None
 
     def __repr__(self) -> str:
@@ -175,9 +173,7 @@ class IndexedTable:
                     self.index_root, loaded.snap.live["column_stats"], schema, missing, loaded.file_idx
                 )
             )
-        bloom_columns = (
-            [c for c in names if c in loaded.snap.info.get("bloom_columns", [])] if with_blooms else []
-        )
+        bloom_columns = [c for c in names if c in loaded.snap.config.bloom_columns] if with_blooms else []
         missing_blooms = [c for c in bloom_columns if c not in loaded.blooms]
         if missing_blooms:
             loaded.blooms.update(
@@ -324,7 +320,7 @@ class IndexedTable:
         )
         if compute is not None and [f.path for f in built.files] != [f.path for f in files]:
             raise ValueError("compute returned stats of other files than it was given (or out of order)")
-        info = self._info(bloom_columns, fpp)
+        config = self._config(bloom_columns, fpp)
 
         def prepare_commit(snap: Snapshot) -> Commit:
             added = self._write_batch(built, np.arange(len(files), dtype=np.int64), snap.version + 1)
@@ -336,10 +332,10 @@ class IndexedTable:
                 checkpoint=True,
                 next_file_idx=len(files),
                 table_instant=self.reader.latest_instant(),
-                info=info,
+                config=config,
             )
 
-        return self._commit(prepare_commit, state=self._next_version_only)
+        return commit(self.timeline, prepare_commit, state=self._next_version_only)
 
     def _next_version_only(self) -> Snapshot:
         """An empty snapshot at the latest version: what a build needs, read without replaying."""
@@ -351,7 +347,7 @@ class IndexedTable:
             return None
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
         aside = self.index_root.with_name(f"{self.index_root.name}.broken-{stamp}")
-        with self._writing():
+        with writable(self.index_root):
             self.index_root.rename(aside)
         self._loaded = None
         return aside
@@ -372,14 +368,14 @@ class IndexedTable:
             raise IndexNotBuiltError(self.root)
         add_files = self._describe(added)
         remove_paths = [self._rel(p) for p in removed]
-        bloom_columns = list(snap.info.get("bloom_columns", []))
+        bloom_columns = snap.config.bloom_columns
         # The new files' own schema; columns they lack stay unknown for them (never pruned on).
         built = compute_stats(
             self.root,
             add_files,
             self.reader.partition_schema(),
             bloom_columns=[c for c in bloom_columns if c not in self.reader.partition_schema().names],
-            fpp=float(snap.info.get("fpp", 0.01)),
+            fpp=snap.config.fpp,
             progress=progress,
         )
         touched = set(remove_paths) | {f.path for f in add_files}
@@ -415,10 +411,10 @@ class IndexedTable:
                 schema=_merge_schemas(s.schema, built.stats.schema),
                 next_file_idx=s.next_file_idx + len(add_files),
                 table_instant=self.reader.latest_instant(),
-                info=s.info,
+                config=s.config,
             )
 
-        return self._commit(prepare_commit)
+        return commit(self.timeline, prepare_commit)
 
     def sync(self, progress: bool | None = None) -> int | None:
         """Catch up with files added, removed or rewritten on disk; None if nothing changed."""
@@ -444,50 +440,25 @@ class IndexedTable:
 
         def prepare_commit(snap: Snapshot) -> Commit:
             loaded = _Loaded(self.index_root, snap, FILES_SCHEMA.names)
-            stats = self._stats_of(loaded)
-            partitions = loaded.files["partition"].combine_chunks()
-            version = snap.version + 1
-            rows = loaded.files.set_column(
-                loaded.files.schema.get_field_index("version"),
-                "version",
-                pa.array(np.full(len(loaded.files), version)),
-            )
-            added = {
-                "files": [write_files(self.index_root, rows)],
-                "column_stats": [
-                    write_column_stats(
-                        self.index_root,
-                        loaded.file_idx,
-                        partitions,
-                        stats,
-                        snap.info.get("exact_columns", []),
-                    )
-                ],
-            }
-            bloom_columns = list(snap.info.get("bloom_columns", []))
-            blooms = read_blooms(self.index_root, snap.live["bloom_filters"], bloom_columns, loaded.file_idx)
-            added["bloom_filters"] = [
-                write_blooms(
-                    self.index_root,
-                    loaded.file_idx,
-                    partitions,
-                    stats.files,
-                    {c: [b[i] for i in range(len(b))] for c, b in blooms.items()},
-                )
-            ]
+            live = LiveIndex(loaded.files, snap.live, snap.schema, snap.config, snap.version + 1)
+            added = {}
+            for partition in REGISTRY:
+                rel = partition.compact(self.index_root, live)
+                if rel is not None:
+                    added[partition.name] = [rel]
             return Commit(
-                version=version,
+                version=snap.version + 1,
                 operation="compact",
                 added=added,
-                removed={p: list(snap.live[p]) for p in PARTITIONS},
+                removed={p: list(files) for p, files in snap.live.items()},
                 schema=snap.schema,
                 checkpoint=True,
                 next_file_idx=snap.next_file_idx,
                 table_instant=snap.table_instant,
-                info=snap.info,
+                config=snap.config,
             )
 
-        return self._commit(prepare_commit)
+        return commit(self.timeline, prepare_commit)
 
     def clean(self, retention_seconds: float = 3600.0) -> list[str]:
         """Delete index files no version since the latest checkpoint uses, and timeline entries
@@ -499,12 +470,12 @@ class IndexedTable:
                 for files in self.timeline.read(v).added.values():
                     keep.update(files)
         cutoff = time.time() - retention_seconds
-        with self._writing():
+        with writable(self.index_root):
             return self._delete_unused(keep, snap, cutoff)
 
     def _delete_unused(self, keep: set[str], snap: Snapshot, cutoff: float) -> list[str]:
         deleted = []
-        for partition in PARTITIONS:
+        for partition in REGISTRY.names():
             folder = self.index_root / partition
             if not folder.is_dir():
                 continue
@@ -529,33 +500,6 @@ class IndexedTable:
 
     # ----------------------------------------------------------------------------- internals
 
-    def _commit(self, prepare_commit: Any, state: Callable[[], Snapshot] | None = None) -> int:
-        """Prepare a commit on the newest state (``state``, default the replayed snapshot) and
-        create its timeline entry; on losing the race to another writer, retry on the new state."""
-        for attempt in range(MAX_RETRIES):
-            with self._writing():
-                snap = (state or self.snapshot)()
-                commit = prepare_commit(snap)
-                if self.timeline.create(commit):
-                    return commit.version
-            # Another writer took this version: our files are orphans; drop them and retry after
-            # a random pause, so that writers racing in step fall out of step.
-            for files in commit.added.values():
-                for rel in files:
-                    (self.index_root / rel).unlink(missing_ok=True)
-            time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
-        raise CommitConflictError(f"gave up after {MAX_RETRIES} attempts: the index keeps changing under us")
-
-    @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
-        """Turn "permission denied" and "read-only file system" into ``IndexNotWritableError``."""
-        try:
-            yield
-        except OSError as exc:
-            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-                raise IndexNotWritableError(str(self.index_root), exc.strerror or str(exc)) from exc
-            raise
-
     def _write_batch(
         self,
         built: BuiltFiles,
@@ -563,49 +507,25 @@ class IndexedTable:
         version: int,
         tombstones: Sequence[tuple[str, int]] = (),
     ) -> dict[str, list[str]]:
-        files = built.files
-        partitions = pa.array([f.partition for f in files], pa.string())
-        rows = pa.table(
-            {
-                "file_idx": pa.array(np.concatenate([file_idx, [i for _, i in tombstones]]).astype(np.int64)),
-                "path": pa.array([f.path for f in files] + [p for p, _ in tombstones], pa.string()),
-                "partition": pa.array([f.partition for f in files] + [None] * len(tombstones), pa.string()),
-                "size": pa.array([f.size for f in files] + [None] * len(tombstones), pa.int64()),
-                "row_count": pa.concat_arrays([built.stats.row_count, pa.nulls(len(tombstones), pa.int64())]),
-                "instant": pa.array([f.instant for f in files] + [None] * len(tombstones), pa.string()),
-                "deleted": pa.array([False] * len(files) + [True] * len(tombstones)),
-                "version": pa.array(np.full(len(files) + len(tombstones), version, dtype=np.int64)),
-                "mtime": pa.array([f.mtime_ns for f in files] + [None] * len(tombstones), pa.int64()),
-            }
+        """Offer the batch to every partition; what each wrote, by partition name."""
+        batch = Batch(
+            built.files, file_idx, version, built.stats, built.blooms, built.exact_columns, tombstones
         )
-        added = {"files": [write_files(self.index_root, rows)]}
-        if len(files):
-            added["column_stats"] = [
-                write_column_stats(self.index_root, file_idx, partitions, built.stats, built.exact_columns)
-            ]
-            if built.blooms:
-                added["bloom_filters"] = [
-                    write_blooms(self.index_root, file_idx, partitions, built.stats.files, built.blooms)
-                ]
+        added = {}
+        for partition in REGISTRY:
+            rel = partition.write(self.index_root, batch)
+            if rel is not None:
+                added[partition.name] = [rel]
         return added
 
-    def _stats_of(self, loaded: _Loaded) -> FileStats:
-        names = list(leaf_columns(loaded.snap.schema))
-        columns = read_column_stats(
-            self.index_root, loaded.snap.live["column_stats"], loaded.snap.schema, names, loaded.file_idx
+    def _config(self, bloom_columns: Sequence[str], fpp: float) -> IndexConfig:
+        return IndexConfig(
+            table_kind=self.reader.kind,
+            record_key=self.reader.record_key_field(),
+            bloom_columns=tuple(bloom_columns),
+            fpp=fpp,
+            exact_columns=tuple(self.reader.partition_schema().names),
         )
-        return FileStats(
-            loaded.paths, loaded.files["row_count"].combine_chunks(), columns, loaded.snap.schema
-        )
-
-    def _info(self, bloom_columns: Sequence[str], fpp: float) -> dict[str, Any]:
-        return {
-            "table_kind": self.reader.kind,
-            "record_key": self.reader.record_key_field(),
-            "bloom_columns": list(bloom_columns),
-            "fpp": fpp,
-            "exact_columns": list(self.reader.partition_schema().names),
-        }
 
     def _rel(self, path: str) -> str:
         if os.path.isabs(path):

@@ -17,15 +17,15 @@ import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 
+from index_store.config import IndexConfig
 from index_store.errors import IndexCorruptError
+from index_store.partitions import REGISTRY
 
-__all__ = ["PARTITIONS", "Commit", "Snapshot", "Timeline"]
+__all__ = ["Commit", "IndexTimeline", "Snapshot"]
 
-PARTITIONS = ("files", "column_stats", "bloom_filters")
 FORMAT_VERSION = 1
 _ENTRY = re.compile(r"^(\d{20})\.json$")
 
@@ -42,7 +42,7 @@ class Commit:
     checkpoint: bool = False  # True: ``added`` lists every live file; replay may start here
     next_file_idx: int = 0  # the first file_idx the next commit may assign
     table_instant: str | None = None  # data-table instant this commit reflects
-    info: dict[str, Any] = field(default_factory=dict)  # table kind, partition columns, bloom columns...
+    config: IndexConfig = field(default_factory=IndexConfig)  # how the index is built
     time: str = ""
 
     def to_json(self) -> str:
@@ -58,7 +58,7 @@ class Commit:
                 "removed": self.removed,
                 "next_file_idx": self.next_file_idx,
                 "schema": base64.b64encode(self.schema.serialize().to_pybytes()).decode("ascii"),
-                "info": self.info,
+                "info": self.config.to_json(),
             },
             indent=1,
             sort_keys=True,
@@ -82,7 +82,7 @@ class Commit:
                 checkpoint=bool(d["checkpoint"]),
                 next_file_idx=int(d["next_file_idx"]),
                 table_instant=d.get("table_instant"),
-                info=dict(d.get("info") or {}),
+                config=IndexConfig.from_json(d.get("info") or {}),
                 time=str(d.get("time", "")),
             )
         except (ValueError, KeyError, TypeError, AttributeError, pa.ArrowException) as exc:
@@ -98,16 +98,16 @@ class Snapshot:
     schema: pa.Schema
     next_file_idx: int
     table_instant: str | None
-    info: dict[str, Any]
+    config: IndexConfig
     checkpoint_version: int
 
     @classmethod
     def empty(cls) -> Snapshot:
-        return cls(0, {p: () for p in PARTITIONS}, pa.schema([]), 0, None, {}, 0)
+        return cls(0, {p: () for p in REGISTRY.names()}, pa.schema([]), 0, None, IndexConfig(), 0)
 
 
-class Timeline:
-    """Reads and appends the entries under ``<index root>/timeline``."""
+class IndexTimeline:
+    """Reads and appends the index's commit log, the entries under ``<index root>/timeline``."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -151,10 +151,10 @@ class Timeline:
         else:
             raise IndexCorruptError(str(self.path(versions[0])), "no checkpoint to replay from")
         chain.reverse()
-        live: dict[str, dict[str, None]] = {p: {} for p in PARTITIONS}
+        live: dict[str, dict[str, None]] = {p: {} for p in REGISTRY.names()}
         for commit in chain:
             if commit.checkpoint:
-                live = {p: {} for p in PARTITIONS}
+                live = {p: {} for p in REGISTRY.names()}
             for p, files in commit.removed.items():
                 for f in files:
                     live.setdefault(p, {}).pop(f, None)
@@ -167,7 +167,7 @@ class Timeline:
             schema=last.schema,
             next_file_idx=last.next_file_idx,
             table_instant=last.table_instant,
-            info=last.info,
+            config=last.config,
             checkpoint_version=chain[0].version,
         )
 

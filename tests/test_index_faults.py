@@ -19,7 +19,7 @@ import pytest
 
 from hudi_expr import col
 from index_store import IndexCorruptError, open_table
-from index_store.timeline import Timeline
+from index_store.timeline import IndexTimeline
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -71,7 +71,7 @@ def test_timeline_entry_pointing_at_a_missing_file(built: Path) -> None:
 
 @pytest.mark.parametrize("content", [b"{not json", b"\xff\xfe\x00", b'{"format": 1}', b"[]"])
 def test_garbage_timeline_entry(built: Path, content: bytes) -> None:
-    bad = Timeline(open_table(built).index_root).path(2)
+    bad = IndexTimeline(open_table(built).index_root).path(2)
     bad.write_bytes(content)
     with pytest.raises(IndexCorruptError) as info:
         open_table(built).prune(col("id") > 5)
@@ -156,7 +156,7 @@ def test_sigkill_at_random_points_never_loses_a_commit(built: Path, tmp_path: Pa
         indexed = set(table.stats(columns=["id"]).files.to_pylist())
         missing = {name for _, name in landed} - indexed
         assert not missing, (round_, missing)
-        versions = Timeline(table.index_root).versions()
+        versions = IndexTimeline(table.index_root).versions()
         assert versions == list(range(versions[0], versions[-1] + 1))
         # And it answers: every landed file's first id prunes to exactly that file.
         if landed:

@@ -75,7 +75,7 @@ def test_record_key_bloom_filters_find_each_key(name: str, copy_table: Callable[
     table = open_table(root)
     table.build(progress=False)
     key = table.reader.record_key_field()
-    assert key is not None and key in table.snapshot().info["bloom_columns"]
+    assert key is not None and key in table.snapshot().config.bloom_columns
     con = duckdb.connect()
     for f in table.reader.list_files():
         path = os.path.join(root, f.path)

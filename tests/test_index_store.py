@@ -18,8 +18,8 @@ import pytest
 
 from hudi_expr import ColumnStats, FileStats, col, might_match
 from index_store import CommitConflictError, IndexedTable, IndexNotBuiltError, open_table
-from index_store.partitions import _row_groups_holding, read_column_stats, write_column_stats
-from index_store.timeline import Commit, Timeline
+from index_store.partitions import read_column_stats, row_groups_holding, write_column_stats
+from index_store.timeline import Commit, IndexTimeline
 
 
 def _all_types(i: int, n: int = 50) -> pa.Table:
@@ -133,7 +133,7 @@ def test_two_columns_of_a_200_column_index_read_a_small_fraction(tmp_path: Path)
     )
     rel = write_column_stats(tmp_path, np.arange(n), pa.array([""] * n), stats)
     pf = pq.ParquetFile(tmp_path / rel)
-    groups = _row_groups_holding(pf, ["c007", "c150"])
+    groups = row_groups_holding(pf, ["c007", "c150"])
     assert pf.metadata.num_row_groups >= width
     assert len(groups) <= 4, groups  # a small fraction of the partition is read
     back = read_column_stats(tmp_path, [rel], schema, ["c007", "c150"], np.arange(n))
@@ -213,7 +213,7 @@ def test_compact_and_clean_keep_the_same_answers(table_dir: Path) -> None:
         assert after.column(name).min.take(order).equals(cs.min.take(reference)), name
     deleted = table.clean(retention_seconds=0)
     assert deleted, "the pre-compaction files and timeline entries are garbage now"
-    assert len(Timeline(table.index_root).versions()) == 1
+    assert len(IndexTimeline(table.index_root).versions()) == 1
     assert open_table(table_dir).prune(col("id") == 51003).kept == 1
     # Files younger than the retention are never deleted.
     assert table.clean(retention_seconds=3600) == []
@@ -250,7 +250,7 @@ def test_a_lost_race_retries_unless_the_winner_touched_the_same_files(table_dir:
     rival = open_table(table_dir)
     _lose_one_race_to(table, lambda: rival.update(added=["other.parquet"]))
     version = table.update(added=["part-5.parquet"])
-    assert version == 3 and Timeline(table.index_root).versions()[-1] == 3
+    assert version == 3 and IndexTimeline(table.index_root).versions()[-1] == 3
     stats = open_table(table_dir).stats(["id"])
     assert {"other.parquet", "part-5.parquet"} <= set(stats.files.to_pylist())
     assert stats.files.to_pylist().count("part-5.parquet") == 1

@@ -18,7 +18,7 @@ from adapters.spark.build import build_index
 from hudi_expr import Expression, col
 from index_store import IndexedTable, open_table
 from index_store.errors import TableFormatError
-from index_store.timeline import PARTITIONS
+from index_store.partitions import REGISTRY
 
 
 def _flat(i: int, n: int = 40) -> pa.Table:
@@ -60,7 +60,7 @@ def _partition_tables(root: Path, index_root: Path, name: str) -> dict[str, pa.T
     live = table.snapshot().live
     return {
         p: pa.concat_tables([pq.read_table(table.index_root / rel) for rel in live[p]])
-        for p in PARTITIONS
+        for p in REGISTRY.names()
         if live[p]
     }
 
@@ -95,8 +95,8 @@ def _build_both(
     assert v_local == v_spark == 1
     snap_l, snap_s = local.snapshot(), on_spark.snapshot()
     assert snap_l.schema.equals(snap_s.schema, check_metadata=True)
-    assert (snap_l.info, snap_l.table_instant, snap_l.next_file_idx, snap_l.checkpoint_version) == (
-        snap_s.info,
+    assert (snap_l.config, snap_l.table_instant, snap_l.next_file_idx, snap_l.checkpoint_version) == (
+        snap_s.config,
         snap_s.table_instant,
         snap_s.next_file_idx,
         snap_s.checkpoint_version,
@@ -214,7 +214,7 @@ def test_real_hudi_table(
         return
     stats = local.stats()
     key = local.reader.record_key_field()
-    assert key in local.snapshot().info["bloom_columns"]
+    assert key in local.snapshot().config.bloom_columns
     keys = pq.read_table(os.path.join(local.root, stats.files[0].as_py()), columns=[key])[key].to_pylist()
     _assert_same_pruning(local, on_spark, [col(key) == keys[0], col(key) == "no such key"])
 

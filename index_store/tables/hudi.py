@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from index_store.errors import TableFormatError, UnsupportedTableError
 from index_store.tables.base import DataFile
 from index_store.tables.hive import HIVE_NULL
-from index_store.tables.hudi_timeline import Timeline, read_properties
+from index_store.tables.hudi_timeline import HudiTimeline, read_properties
 from index_store.tables.plain import require_directory
 
 __all__ = ["RECORD_KEY_META_FIELD", "HudiCowTable", "parse_base_file_name"]
@@ -176,9 +176,9 @@ class HudiCowTable:
             return os.path.join(self.hoodie_dir, self._prop("hoodie.timeline.path") or "timeline")
         return self.hoodie_dir
 
-    def timeline(self) -> Timeline:
+    def timeline(self) -> HudiTimeline:
         """The active timeline, read now."""
-        return Timeline.load(self.timeline_dir)
+        return HudiTimeline.load(self.timeline_dir)
 
     def _key_generator(self) -> str:
         """``timestamp``, ``custom`` or ``other``, from the key generator class or type."""
@@ -242,7 +242,7 @@ class HudiCowTable:
         files.sort(key=lambda f: f.path)
         return _Snapshot(files, file_schema)
 
-    def _newest_committed_slices(self, timeline: Timeline) -> dict[tuple[str, str], _Slice]:
+    def _newest_committed_slices(self, timeline: HudiTimeline) -> dict[tuple[str, str], _Slice]:
         """(partition, file id) -> (instant, file name, size, mtime ns) of each live file group's newest base
         file of a committed instant."""
         replaced = timeline.replaced_file_groups()
@@ -272,7 +272,7 @@ class HudiCowTable:
                     newest[group] = (instant, entry.name, stat.st_size, stat.st_mtime_ns)
         return newest
 
-    def _pick_duplicate(self, timeline: Timeline, partition: str, instant: str, a: str, b: str) -> str:
+    def _pick_duplicate(self, timeline: HudiTimeline, partition: str, instant: str, a: str, b: str) -> str:
         """Two base files of one file slice (a retried task left one behind): keep the one the
         commit's write statistics name, or refuse to guess."""
         content = timeline.read(timeline.completed[instant]) if instant in timeline.completed else {}

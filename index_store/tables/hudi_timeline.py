@@ -26,7 +26,7 @@ import fastavro
 
 from index_store.errors import TableFormatError
 
-__all__ = ["Instant", "Timeline", "parse_instant_name", "read_properties"]
+__all__ = ["HudiTimeline", "Instant", "parse_instant_name", "read_properties"]
 
 _INSTANT_NAME = re.compile(r"(?P<requested>\d{14,})(?:_(?P<completed>\d{14,}))?\.(?P<rest>[a-z_.]+)")
 _STATES = ("requested", "inflight")
@@ -138,7 +138,7 @@ def _decode(data: bytes, where: str) -> dict[str, Any]:
     return content if isinstance(content, dict) else {}
 
 
-class Timeline:
+class HudiTimeline:
     """The active timeline of a Hudi table: its instant files, read on demand."""
 
     def __init__(self, directory: str, instants: list[Instant]) -> None:
@@ -146,7 +146,7 @@ class Timeline:
         self.instants = sorted(instants, key=lambda i: (i.requested, i.state != "completed"))
 
     @classmethod
-    def load(cls, directory: str) -> Timeline:
+    def load(cls, directory: str) -> HudiTimeline:
         """The instants of a timeline folder (``.hoodie`` or ``.hoodie/timeline``); none if absent."""
         instants = []
         if os.path.isdir(directory):

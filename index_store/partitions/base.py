@@ -1,0 +1,173 @@
+"""What every index partition is: a folder of parquet files (named ``*.idx``) that commits add to.
+
+A partition is a plug-in: it says what it writes for a batch of newly indexed data files, and what
+it keeps when the index is compacted. The timeline, the batch writer, ``compact`` and ``clean``
+loop over the registry (``index_store.partitions.REGISTRY``); reading is each partition's own API,
+called by whoever needs what it holds. The parquet helpers here are shared by all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hudi_expr import BloomFilter, FileStats
+from index_store.errors import IndexCorruptError
+from index_store.tables.base import DataFile
+
+if TYPE_CHECKING:
+    from index_store.config import IndexConfig
+
+__all__ = [
+    "INDEX_FILE_SUFFIX",
+    "Batch",
+    "LiveIndex",
+    "Partition",
+    "open_index_file",
+    "positions_of",
+    "read_index_file",
+    "scatter",
+    "write_index_file",
+]
+
+# Index files end in ``.idx`` (the content is parquet): a user's glob over the table
+# (``**/*.parquet``) must never read the index as data. Indexes written with ``.parquet`` names
+# still open (the timeline names each file); ``compact`` rewrites them under the new name.
+INDEX_FILE_SUFFIX = ".idx"
+_MAX_ROW_GROUP = 262_144
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What one commit tells the partitions: data files newly indexed, and files forgotten."""
+
+    files: Sequence[DataFile]
+    file_idx: np.ndarray  # the index's number for each of ``files``
+    version: int  # of the commit
+    stats: FileStats  # of ``files``, named by their table-relative paths
+    blooms: Mapping[str, Sequence[BloomFilter | None]] = field(default_factory=dict)
+    exact_columns: Sequence[str] = ()  # columns whose bounds are the values (partition columns)
+    tombstones: Sequence[tuple[str, int]] = ()  # (path, file_idx) of files no longer live
+
+
+@dataclass(frozen=True)
+class LiveIndex:
+    """What a compaction hands each partition: the live data files of the compacted version."""
+
+    files: pa.Table  # ``files`` partition rows of the live files, in file_idx order
+    live: Mapping[str, Sequence[str]]  # partition name -> its live index files
+    schema: pa.Schema  # the table schema the index knows
+    config: IndexConfig
+    version: int  # of the compaction commit
+
+    @property
+    def file_idx(self) -> np.ndarray:
+        return self.files["file_idx"].to_numpy()
+
+
+class Partition(Protocol):
+    """One kind of index data, stored under ``<index root>/<name>/``."""
+
+    name: str
+    schema: pa.Schema  # of its parquet files
+
+    def write(self, root: Path, batch: Batch) -> str | None:
+        """Write what it holds about ``batch`` as one new file; its path relative to ``root``, or
+        None when it has nothing to say about these files."""
+        ...
+
+    def compact(self, root: Path, index: LiveIndex) -> str | None:
+        """Rewrite what it holds about the live files of ``index`` as one new file (or None)."""
+        ...
+
+
+def write_index_file(
+    root: Path, partition: str, blocks: Sequence[pa.Table], schema: pa.Schema, max_rows: int = _MAX_ROW_GROUP
+) -> str:
+    """Write one new parquet file of ``partition`` durably; returns its path relative to ``root``.
+
+    Each block starts its own row groups (of at most ``max_rows``), so a row group never mixes
+    two blocks: one column's rows can be read without touching another's.
+    """
+    rel = f"{partition}/{uuid.uuid4().hex}{INDEX_FILE_SUFFIX}"
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    dictionary = [c for c in ("column", "partition", "type") if c in schema.names]
+    with open(path, "wb") as f:
+        with pq.ParquetWriter(f, schema, compression="zstd", use_dictionary=dictionary) as writer:
+            for block in blocks:
+                for start in range(0, max(len(block), 1), max_rows):
+                    writer.write_table(block.slice(start, max_rows), row_group_size=max_rows)
+        f.flush()
+        os.fsync(f.fileno())
+    return rel
+
+
+def open_index_file(root: Path, rel: str) -> pq.ParquetFile:
+    """An index file's parquet reader, or ``IndexCorruptError`` naming it."""
+    path = root / rel
+    try:
+        return pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise IndexCorruptError(str(path), "the timeline lists it but it does not exist") from None
+    except (pa.ArrowException, OSError) as exc:
+        raise IndexCorruptError(str(path), f"unreadable parquet ({exc})") from None
+
+
+def read_index_file(
+    root: Path,
+    rel: str,
+    expected: pa.Schema,
+    row_groups: list[int] | None = None,
+    columns: list[str] | None = None,
+    optional: Iterable[str] = (),
+) -> pa.Table:
+    """Read ``columns`` of an index file; ``optional`` ones it lacks are left out, not an error."""
+    pf = open_index_file(root, rel)
+    path = root / rel
+    present = set(pf.schema_arrow.names)
+    missing = set(columns or expected.names) - present - set(optional)
+    if missing:
+        raise IndexCorruptError(str(path), f"missing columns {sorted(missing)}")
+    if columns is not None:
+        columns = [c for c in columns if c in present]
+    try:
+        if row_groups is None:
+            return pf.read(columns=columns)
+        return pf.read_row_groups(row_groups, columns=columns)
+    except (pa.ArrowException, OSError) as exc:
+        raise IndexCorruptError(str(path), f"unreadable parquet ({exc})") from None
+
+
+def positions_of(file_idx: np.ndarray, rows_idx: np.ndarray) -> np.ndarray | None:
+    """Where each file's row is among ``rows_idx`` (-1: none); None when they line up already."""
+    if len(rows_idx) == len(file_idx) and np.array_equal(rows_idx, file_idx):
+        return None
+    n = len(file_idx)
+    positions = np.full(n, -1, dtype=np.int64)
+    if not n or not len(rows_idx):
+        return positions
+    # Rows of files no longer live fall away; the newest row of a file_idx is the last written.
+    pos = np.minimum(np.searchsorted(file_idx, rows_idx), n - 1)
+    ok = file_idx[pos] == rows_idx
+    positions[pos[ok]] = np.flatnonzero(ok)
+    return positions
+
+
+def scatter(values: pa.ChunkedArray | pa.Array, positions: np.ndarray | None) -> pa.Array:
+    """An array with ``values[positions[i]]`` at i, null where positions[i] is -1 (None: as is)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if positions is None:
+        return values
+    take = np.where(positions < 0, len(values), positions)
+    padded = pa.concat_arrays([values, pa.nulls(1, values.type)])
+    return padded.take(pa.array(take))

@@ -1,0 +1,103 @@
+"""The ``files`` partition: one row per data file and index version (path, size, modification time,
+row count, data instant), the newest row of a ``file_idx`` winning; a tombstone row forgets it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from index_store.partitions.base import Batch, LiveIndex, read_index_file, write_index_file
+
+__all__ = ["FILES_SCHEMA", "LOAD_COLUMNS", "FilesPartition", "read_files"]
+
+FILES_SCHEMA = pa.schema(
+    [
+        ("file_idx", pa.int64()),
+        ("path", pa.string()),
+        ("partition", pa.string()),
+        ("size", pa.int64()),
+        ("row_count", pa.int64()),
+        ("instant", pa.string()),
+        ("deleted", pa.bool_()),
+        ("version", pa.int64()),
+        ("mtime", pa.int64()),  # ns; null in indexes written before it was recorded
+    ]
+)
+
+# Columns an older index may lack: read as nulls (unknown), never as an error.
+_ADDED_LATER = {"mtime"}
+
+# What pruning needs of each file (and what tells a file rewritten since it was indexed).
+LOAD_COLUMNS = ("file_idx", "path", "row_count", "deleted", "version", "size", "mtime")
+
+
+class FilesPartition:
+    """The data files the index knows (``Partition``)."""
+
+    name = "files"
+    schema = FILES_SCHEMA
+
+    def write(self, root: Path, batch: Batch) -> str | None:
+        files, gone = batch.files, batch.tombstones
+        n = len(files) + len(gone)
+        rows = pa.table(
+            {
+                "file_idx": pa.array(np.concatenate([batch.file_idx, [i for _, i in gone]]).astype(np.int64)),
+                "path": pa.array([f.path for f in files] + [p for p, _ in gone], pa.string()),
+                "partition": pa.array([f.partition for f in files] + [None] * len(gone), pa.string()),
+                "size": pa.array([f.size for f in files] + [None] * len(gone), pa.int64()),
+                "row_count": pa.concat_arrays([batch.stats.row_count, pa.nulls(len(gone), pa.int64())]),
+                "instant": pa.array([f.instant for f in files] + [None] * len(gone), pa.string()),
+                "deleted": pa.array([False] * len(files) + [True] * len(gone)),
+                "version": pa.array(np.full(n, batch.version, dtype=np.int64)),
+                "mtime": pa.array([f.mtime_ns for f in files] + [None] * len(gone), pa.int64()),
+            }
+        )
+        return write_files(root, rows)
+
+    def compact(self, root: Path, index: LiveIndex) -> str | None:
+        version = pa.array(np.full(len(index.files), index.version, dtype=np.int64))
+        rows = index.files.set_column(index.files.schema.get_field_index("version"), "version", version)
+        return write_files(root, rows)
+
+
+def write_files(root: Path, rows: pa.Table) -> str:
+    """Rows of the ``files`` partition (schema ``FILES_SCHEMA``)."""
+    return write_index_file(root, "files", [rows.select(FILES_SCHEMA.names).cast(FILES_SCHEMA)], FILES_SCHEMA)
+
+
+def read_files(root: Path, live: Sequence[str], columns: Sequence[str] = FILES_SCHEMA.names) -> pa.Table:
+    """The live data files: newest row per ``file_idx``, tombstones dropped, sorted by file_idx.
+
+    ``columns`` narrows what is read (``LOAD_COLUMNS`` is what pruning needs).
+    """
+    wanted = list(dict.fromkeys([*LOAD_COLUMNS, *columns]))
+    schema = pa.schema([FILES_SCHEMA.field(c) for c in wanted])
+    tables = [read_index_file(root, rel, FILES_SCHEMA, columns=wanted, optional=_ADDED_LATER) for rel in live]
+    if not tables:
+        return schema.empty_table()
+    rows = pa.concat_tables([_with_nulls(t, schema).select(wanted).cast(schema) for t in tables])
+    idx = rows["file_idx"].to_numpy()
+    # A build or compaction writes each file once, in file_idx order: nothing to resolve then.
+    if bool(np.all(idx[1:] > idx[:-1])) and not pc.any(rows["deleted"]).as_py():
+        return rows
+    # Newest version first within each file_idx, then keep the first row of each.
+    order = pc.sort_indices(rows, sort_keys=[("file_idx", "ascending"), ("version", "descending")])
+    rows = rows.take(order)
+    idx = rows["file_idx"].to_numpy()
+    first = np.ones(len(idx), dtype=bool)
+    first[1:] = idx[1:] != idx[:-1]
+    rows = rows.filter(pa.array(first))
+    return rows.filter(pc.invert(rows["deleted"]))
+
+
+def _with_nulls(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with a null column for each field of ``schema`` it lacks."""
+    for f in schema:
+        if f.name not in table.column_names:
+            table = table.append_column(f, pa.nulls(len(table), f.type))
+    return table
