@@ -21,6 +21,7 @@ import pyarrow as pa
 from bitarray import bitarray
 
 from hudi_expr._murmur3 import hash_binary, hash_words
+from hudi_expr.errors import HudiExprError
 
 __all__ = ["BloomFilter", "BloomFilterFormatError", "BloomFilterSet", "hash_keys"]
 
@@ -37,7 +38,7 @@ _MAX_HASHES = 0xFFFF
 Values = pa.Array | pa.ChunkedArray | np.ndarray | Sequence[Any]
 
 
-class BloomFilterFormatError(ValueError):
+class BloomFilterFormatError(HudiExprError, ValueError):
     """Serialized bloom filter bytes are truncated, corrupt or of an unknown format."""
 
 

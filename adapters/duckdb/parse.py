@@ -40,6 +40,7 @@ from hudi_expr import (
     Expression,
     GreaterThan,
     GreaterThanOrEqual,
+    HudiExprError,
     In,
     IsNaN,
     IsNotNull,
@@ -75,7 +76,7 @@ _PREFIX_BYTES = len(_PREFIX.encode())
 _NO_LOCATION = 1 << 63  # DuckDB writes 2**64 - 1 for "no location"
 
 
-class SqlParseError(ValueError):
+class SqlParseError(HudiExprError, ValueError):
     """The SQL text is not a single valid boolean expression (bad input, not an unsupported one)."""
 
 

@@ -44,6 +44,7 @@ from hudi_expr import (
     bind,
     to_pyarrow,
 )
+from hudi_expr.expressions import LiteralPredicate, Reference, SetPredicate
 from hudi_expr.visitors import transform_leaves
 from index_store import IndexedTable, IndexNotBuiltError, PruneResult, open_table
 
@@ -329,15 +330,12 @@ def _without_zone_mixing(expr: Expression, schema: pa.Schema) -> Expression:
     import datetime as dt
 
     def keep(leaf: Expression) -> Expression:
-        term = getattr(leaf, "term", None)
-        name = getattr(term, "name", None)
-        if name is None or name not in schema.names:
+        if not isinstance(leaf, LiteralPredicate | SetPredicate) or not isinstance(leaf.term, Reference):
             return leaf
-        column_type = schema.field(name).type
-        if not pa.types.is_timestamp(column_type):
+        name = leaf.term.name
+        if name not in schema.names or not pa.types.is_timestamp(column_type := schema.field(name).type):
             return leaf
-        values = getattr(leaf, "values", None)
-        literals = list(values) if values is not None else [getattr(leaf, "literal", None)]
+        literals = list(leaf.values) if isinstance(leaf, SetPredicate) else [leaf.literal]
         for value in literals:
             aware = isinstance(value, dt.datetime) and value.tzinfo is not None
             if value is not None and (column_type.tz is not None) != aware:
