@@ -2,8 +2,9 @@
 
     from adapters.spark.datasource import register
     register(spark)
-    spark.read.format("hudi_index").load("/path/to/table").filter("l_shipdate >= '1995-01-01'")
-    spark.sql("CREATE TABLE t USING hudi_index OPTIONS (path '/path/to/table')")
+    spark.read.format("hudi_index").option("singleScan", "true").load("/path/to/table") \
+        .filter("l_shipdate >= '1995-01-01'")
+    spark.sql("CREATE TEMPORARY VIEW t USING hudi_index OPTIONS (path '/path/to/table')")  # unpruned
 
 Spark hands the conjuncts of a query's filter to ``pushFilters``; the reader translates those it
 understands to one ``hudi_expr`` conjunction, ``partitions()`` asks the index which files may hold
