@@ -36,7 +36,9 @@ from hudi_expr.expressions import (
     StartsWith,
     col,
 )
+from hudi_expr.guarantees import LiteralGuarantee, literal_guarantees
 from hudi_expr.inclusive import might_match
+from hudi_expr.membership import Membership
 from hudi_expr.printer import to_sql
 from hudi_expr.rows import to_pyarrow
 from hudi_expr.serde import from_json, to_json
@@ -72,6 +74,8 @@ __all__ = [
     "IsNull",
     "LessThan",
     "LessThanOrEqual",
+    "LiteralGuarantee",
+    "Membership",
     "Not",
     "NotEqualTo",
     "NotIn",
@@ -89,6 +93,7 @@ __all__ = [
     "explain",
     "from_json",
     "hash_keys",
+    "literal_guarantees",
     "might_match",
     "resolve",
     "rewrite_not",

@@ -417,6 +417,11 @@ class BloomFilterSet:
             h1, h2 = h1[valid], h2[valid]
         return self._probe_any(h1, h2)
 
+    def contained(self, values: pa.Array) -> pa.BooleanArray:
+        """``Membership``: False where no filter bit set admits any of ``values`` (a bloom filter
+        has no false negatives); True where one may be there, or the file has no filter."""
+        return pa.array(self.might_contain_any(values, type=values.type))
+
     def _probe_any(self, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
         if h1.size == 0:
             return np.zeros(len(self), dtype=bool)

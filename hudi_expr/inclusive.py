@@ -96,12 +96,13 @@ class InclusiveEvaluator(StatsEvaluator):
         return all_of(self.col.has_values, self._or_nan(above))
 
     def visit_equal(self, term: Any, v: pa.Scalar) -> pa.Array:
-        # v lies within [min, max] (-0.0 = 0.0 here as in SQL), and the bloom filter may hold it.
+        # v lies within [min, max] (-0.0 = 0.0 here as in SQL), and the membership structures
+        # (bloom filters) may hold it.
         s = self.col.scalar(v)
         inside = all_of(
             self.col.has_values, pc.less_equal(self.col.min, s), pc.greater_equal(self.col.max, s)
         )
-        return self._bloom(inside, pa.array([s]))
+        return self._contained(inside, pa.array([s]))
 
     def visit_not_equal(self, term: Any, v: pa.Scalar) -> pa.Array:
         # Only a file whose every non-null value equals v fails: min = max = v and no NaN
@@ -114,7 +115,7 @@ class InclusiveEvaluator(StatsEvaluator):
         values = self.col.values(values)
         # Some listed value lies within [min, max] (NaN was split off into isnan at bind time).
         inside = all_of(self.col.has_values, self._some_value_within(values))
-        return self._bloom(inside, values)
+        return self._contained(inside, values)
 
     def visit_not_in(self, term: Any, values: pa.Array) -> pa.Array:
         values = self.col.values(values)
@@ -153,13 +154,12 @@ class InclusiveEvaluator(StatsEvaluator):
     def _some_value_within(self, values: pa.Array) -> pa.Array:
         return some_value_within(self.col, values)
 
-    def _bloom(self, fact: pa.Array, values: pa.Array) -> pa.Array:
-        """Narrow an equality fact with the files' bloom filters (a file without one keeps)."""
-        bloom = self.col.bloom
-        if bloom is None:
-            return fact
-        # A bloom filter has no false negatives: "not contained" proves no row equals the values.
-        return pc.and_kleene(fact, pa.array(bloom.might_contain_any(values, type=values.type)))
+    def _contained(self, fact: pa.Array, values: pa.Array) -> pa.Array:
+        """Narrow an equality fact with what the column's membership structures (bloom filters)
+        say; unknown keeps."""
+        contained = self.col.cs.contained(values)
+        # "Not contained" is a proof (a bloom filter has no false negatives): no row equals the values.
+        return fact if contained is None else pc.and_kleene(fact, contained)
 
 
 def some_value_within(col: ColumnView, values: pa.Array) -> pa.Array:

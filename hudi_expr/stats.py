@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from hudi_expr.bloom import BloomFilter, BloomFilterSet
 from hudi_expr.errors import StatsError
+from hudi_expr.membership import Membership
 from hudi_expr.sortkeys import sort_keys
 
 __all__ = ["ColumnStats", "FileStats", "leaf_columns"]
@@ -32,6 +33,8 @@ class ColumnStats:
     null_count: pa.Array
     nan_count: pa.Array
     bloom: BloomFilterSet | None = field(default=None, compare=False)
+    # Other per-file knowledge of which values the column holds (a record index, a secondary index).
+    membership: tuple[Membership, ...] = field(default=(), compare=False)
 
     @cached_property
     def sort_keys(self) -> tuple[np.ndarray, np.ndarray] | None:
@@ -47,7 +50,21 @@ class ColumnStats:
             null_count=self.null_count.take(idx),
             nan_count=self.nan_count.take(idx),
             bloom=self.bloom.take(np.asarray(idx)) if self.bloom is not None else None,
+            membership=tuple(m.take(np.asarray(idx)) for m in self.membership),
         )
+
+    def contained(self, values: pa.Array) -> pa.BooleanArray | None:
+        """Per file: False where none of ``values`` can be in the column (bloom filters and the
+        other membership structures agree on that), True where one may be, null where unknown;
+        None when the column has no membership structure at all."""
+        sources: list[Membership] = [*([self.bloom] if self.bloom is not None else []), *self.membership]
+        if not sources:
+            return None
+        answer = sources[0].contained(values)
+        for source in sources[1:]:
+            # Each source alone proves absence: a file any of them rules out cannot hold a value.
+            answer = pc.and_kleene(answer, source.contained(values))
+        return answer
 
 
 def leaf_columns(schema: pa.Schema) -> dict[str, pa.DataType]:
@@ -131,6 +148,20 @@ class FileStats:
         base = columns.get(column) or _unknown_column(leaves[column], self.num_files)
         columns[column] = replace(base, **fields)
         return FileStats(self.files, self.row_count, columns, self.schema)
+
+    def contained(self, column: str, values: pa.Array) -> pa.BooleanArray | None:
+        """Per file, may some of ``values`` be in ``column``? (``ColumnStats.contained``; None when
+        nothing can tell.)"""
+        cs = self.column(column)
+        return cs.contained(values) if cs is not None else None
+
+    def with_membership(self, column: str, source: Membership) -> FileStats:
+        """A copy where ``source`` also answers ``contained`` for ``column``."""
+        if len(source) != self.num_files:
+            raise StatsError(f"membership of {len(source)} files for {self.num_files} files")
+        base = self.column(column)
+        existing = base.membership if base is not None else ()
+        return self.with_column(column, membership=(*existing, source))
 
     def with_bloom(self, column: str, filters: BloomFilterSet | Sequence[BloomFilter | None]) -> FileStats:
         """A copy with per-file bloom filters on ``column``, used by = and IN leaves."""
@@ -256,4 +287,7 @@ def _normalize(name: str, cs: ColumnStats, t: pa.DataType, n: int) -> ColumnStat
                 arrays[key] = pc.if_else(pc.is_nan(arr), pa.scalar(None, t), arr)
     if cs.bloom is not None and len(cs.bloom) != n:
         raise StatsError(f"column {name!r}: {len(cs.bloom)} bloom filters for {n} files")
-    return ColumnStats(bloom=cs.bloom, **arrays)
+    for source in cs.membership:
+        if len(source) != n:
+            raise StatsError(f"column {name!r}: membership of {len(source)} files for {n} files")
+    return ColumnStats(bloom=cs.bloom, membership=cs.membership, **arrays)

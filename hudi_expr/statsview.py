@@ -14,7 +14,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_expr.bloom import BloomFilterSet
 from hudi_expr.expressions import And, BoundReference, Not, Or, Predicate
 from hudi_expr.stats import ColumnStats, FileStats
 from hudi_expr.types import is_float_type, is_string_like
@@ -88,10 +87,6 @@ class ColumnView:
     @cached_property
     def max(self) -> pa.Array:
         return self.cs.max.cast(self.type) if self.cs.max.type != self.type else self.cs.max
-
-    @property
-    def bloom(self) -> BloomFilterSet | None:
-        return self.cs.bloom
 
     @cached_property
     def has_values(self) -> pa.Array:
