@@ -26,18 +26,16 @@ Run from the repository root (takes well under two minutes)::
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from benchmarks.common import machine
+from benchmarks.common import Timing, machine_line, markdown_table
 from hudi_expr import ColumnStats, Expression, FileStats, col, might_match
 
 SCHEMA = pa.schema([("id", pa.int64()), ("price", pa.float64()), ("city", pa.string())])
@@ -252,46 +250,11 @@ def pyiceberg_mask(schema: Any, expr: Any, files: Sequence[Any]) -> np.ndarray:
     return np.fromiter((evaluator.eval(f) for f in files), dtype=bool, count=len(files))
 
 
-# ----------------------------------------------------------------------------------------- timing
-
-
-@dataclass
-class Timing:
-    best: float
-    median: float
-
-    @classmethod
-    def of(cls, fn: Callable[[], object], repeat: int, warmup: int = 1) -> Timing:
-        for _ in range(warmup):
-            fn()
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        return cls(min(times), statistics.median(times))
-
-    def ms(self) -> str:
-        return f"{self.best * 1e3:.2f} (med {self.median * 1e3:.2f})"
-
-    def rate(self, n: int) -> float:
-        return n / self.best
-
-
-def machine_line() -> str:
-    import pyiceberg
-
-    return (
-        f"machine: {machine()}, "
-        f"pyarrow {pa.__version__}, numpy {np.__version__}, pyiceberg {pyiceberg.__version__}"
-    )
+# ------------------------------------------------------------------------------------------- main
 
 
 def _fmt_rate(r: float) -> str:
     return f"{r / 1e6:.2f} M" if r >= 1e6 else f"{r / 1e3:.1f} k"
-
-
-# ------------------------------------------------------------------------------------------- main
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -313,7 +276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.pyiceberg_files and args.pyiceberg_files not in sizes:
         parser.error(f"--pyiceberg-files {args.pyiceberg_files} must be one of --sizes (or 0 to skip)")
 
-    print(machine_line())
+    import pyiceberg
+
+    print(machine_line(pa, np, pyiceberg))
     print(f"predicate (5 leaves): {predicate(max(sizes))}")
     print(f"runs: best and median of {repeat} after 1 warm-up; ms columns are best (median)\n")
 
@@ -372,10 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "speed-up",
         "kept / total",
     ]
-    print("| " + " | ".join(header) + " |")
-    print("|" + "|".join("---" for _ in header) + "|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+    print(markdown_table(header, rows))
     print()
     print("\n".join(notes))
     print()

@@ -1,4 +1,4 @@
-"""Metadata index at scale: open + prune of a 1M-file index, and footer-based build vs. footer reads.
+"""Opening and pruning a large index: a synthetic 1M-file x 20-column index, cold and warm.
 
 What it measures:
 
@@ -21,22 +21,16 @@ What it measures:
    Python), and a new ``IndexedTable`` in the same process (OS cache warm, nothing cached in
    Python). Also: a new process from spawn to exit after dropping caches, imports included (what a
    command-line prune pays). Targets: cold < 1 s, warm < 150 ms.
-3. Footer-based build. 2,000 small parquet files (20 columns, 100 rows in 2 row groups each), once
-   with float columns and once with them turned into int64 (so the build needs nothing beyond the
-   footers). Timed: ``pq.ParquetFile(path).metadata`` over all files, sequentially and on a thread
-   pool with the builder's worker count (``min(8, 2 * cpu)``), and ``pq.read_metadata``, against
-   ``open_table(dir, index_path).build(bloom_columns=[], progress=False)`` (listing, stats, writing
-   the index, commit) and ``index_store.builder.compute_stats`` alone. The builder reads the float
-   columns to count NaNs, so only the float-free table is a footers-only comparison. Files are
-   freshly written (OS cache warm); one cold pair (caches dropped before each) is also reported.
-   Target: build within 1.5x of the fastest of the three footer reads.
 
-Run from the repository root (1.5 to 2 minutes with the defaults on 2 vCPUs; as root for
-the cold numbers)::
+The files pruned are checked against ``might_match`` over the in-memory statistics. The footer-based
+build of real parquet files is measured by ``benchmarks/index_build_bench.py``.
 
-    python benchmarks/index_bench.py [--files 1000000] [--columns 20] [--build-files 2000]
-                                     [--repeat 5] [--cold-runs 3] [--workdir bench_data/index_bench]
-    python -m benchmarks.index_bench
+Run from the repository root (about 25 s with the defaults on 2 vCPUs; as root for the cold
+numbers)::
+
+    python benchmarks/index_open_bench.py [--files 1000000] [--columns 20] [--repeat 5]
+                                          [--cold-runs 3] [--workdir bench_data/index_open_bench]
+    python -m benchmarks.index_open_bench
 
 The work directory (gitignored ``bench_data/``) is emptied first and removed at the end unless
 ``--keep``.
@@ -53,8 +47,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,10 +57,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from benchmarks.common import machine
+from benchmarks.common import (
+    DAY0,
+    ID_SPACE,
+    SPAN_DAYS,
+    Timing,
+    columns,
+    decimal_array,
+    drop_page_cache,
+    fmt_mb,
+    fmt_ms,
+    machine_line,
+    markdown_table,
+    met,
+    null_where,
+)
 from hudi_expr import ColumnStats, Expression, FileStats, col, might_match
-from index_store import Commit, IndexConfig, IndexedTable, IndexTimeline, open_table
-from index_store.builder import compute_stats
+from index_store import Commit, IndexConfig, IndexedTable, IndexTimeline
 from index_store.codec import slot_of
 from index_store.partitions import (
     COLUMN_STATS_SCHEMA,
@@ -78,34 +84,7 @@ from index_store.partitions import (
 )
 from index_store.tables.base import DataFile
 
-# The 20 column types, in order; past 20 the list repeats with a numeric suffix on the name.
-COLUMNS: list[tuple[str, pa.DataType]] = [
-    ("event_date", pa.date32()),
-    ("id", pa.int64()),
-    ("event_ts", pa.timestamp("us", tz="UTC")),
-    ("amount", pa.decimal128(18, 2)),
-    ("price", pa.float64()),
-    ("city", pa.string()),
-    ("customer_id", pa.int64()),
-    ("score", pa.float32()),
-    ("status", pa.string()),
-    ("quantity", pa.int32()),
-    ("is_active", pa.bool_()),
-    ("updated_at", pa.timestamp("ms")),
-    ("region", pa.string()),
-    ("discount", pa.float64()),
-    ("ship_date", pa.date32()),
-    ("row_hash", pa.uint64()),
-    ("payload", pa.binary()),
-    ("priority", pa.int16()),
-    ("fee", pa.decimal128(10, 4)),
-    ("tier", pa.int8()),
-]
-
-DAY0 = dt.date(2021, 1, 1)  # files are written in event-time order over SPAN_DAYS
-SPAN_DAYS = 1096
-ID_SPACE = 1_000_000_000  # id ranges: uniform start in [0, ID_SPACE), exponential width
-ID_WIDTH = 20_000_000
+ID_WIDTH = 20_000_000  # id ranges: uniform start in [0, ID_SPACE), exponential width of this mean
 INSTANTS = ["20240301120000000", "20240302120000000", "20240303120000000", "20240304120000000"]
 
 # Predicate A (cold and warm-new-object runs) and B (warm, same object): same 2 columns.
@@ -114,16 +93,6 @@ PRED_B = (dt.date(2023, 6, 1), dt.date(2023, 7, 15), 500_000_000)  # date in [a,
 
 COLD_TARGET_S = 1.0
 WARM_TARGET_S = 0.150
-BUILD_TARGET_RATIO = 1.5
-
-
-def columns(k: int) -> list[tuple[str, pa.DataType]]:
-    """The first ``k`` column names and types (``k >= 2``: the predicate needs the first two)."""
-    out = []
-    for i in range(k):
-        name, t = COLUMNS[i % len(COLUMNS)]
-        out.append((name if i < len(COLUMNS) else f"{name}_{i // len(COLUMNS)}", t))
-    return out
 
 
 def predicate_a() -> Expression:
@@ -168,8 +137,8 @@ def make_stats(n: int, k: int, seed: int = 7) -> FileStats:
         else:
             nan_count = pa.nulls(n, pa.int64())
         stats[name] = ColumnStats(
-            min=_null_where(lo, no_bounds),
-            max=_null_where(hi, no_bounds),
+            min=null_where(lo, no_bounds),
+            max=null_where(hi, no_bounds),
             null_count=pa.array(nulls.astype(np.int64), mask=unknown_nulls),
             nan_count=nan_count,
         )
@@ -201,7 +170,7 @@ def _bounds(
         top = 10 ** min(t.precision - 1, 17)
         lo = rng.integers(0, top // 2, n, dtype=np.int64)
         hi = lo + rng.integers(0, top // 2, n, dtype=np.int64)
-        return _decimal(lo, t), _decimal(hi, t)
+        return decimal_array(lo, t), decimal_array(hi, t)
     if pa.types.is_floating(t):
         lo = rng.uniform(0.0, 1_000.0, n)
         hi = lo + rng.exponential(25.0, n)
@@ -228,18 +197,6 @@ def _bounds(
         b = np.minimum(a + rng.geometric(0.2, n) - 1, size - 1)
         return vocab.take(pa.array(a)).cast(t), vocab.take(pa.array(b)).cast(t)
     raise TypeError(f"no generator for {t}")
-
-
-def _decimal(unscaled: np.ndarray, t: pa.DataType) -> pa.Array:
-    """decimal128 values from int64 unscaled values (16-byte little-endian two's complement)."""
-    words = np.stack([unscaled, unscaled >> 63], axis=1).astype("<i8")
-    return pa.Array.from_buffers(t, len(unscaled), [None, pa.py_buffer(words.tobytes())])
-
-
-def _null_where(arr: pa.Array, unknown: np.ndarray) -> pa.Array:
-    if not unknown.any():
-        return arr
-    return pc.if_else(pa.array(unknown), pa.scalar(None, arr.type), arr)
 
 
 def _file_names(rng: np.random.Generator, n: int) -> pa.Array:
@@ -408,17 +365,6 @@ def child_main(index_root: str, warmup_root: str, repeat: int, wait: bool) -> in
     return 0
 
 
-def drop_page_cache() -> bool:
-    """``sync; echo 3 > /proc/sys/vm/drop_caches``; False where that is not allowed."""
-    os.sync()
-    try:
-        with open("/proc/sys/vm/drop_caches", "w", encoding="ascii") as fh:
-            fh.write("3\n")
-    except OSError:
-        return False
-    return True
-
-
 def run_child(
     index_root: Path, warmup_root: Path, repeat: int, wait: bool
 ) -> tuple[dict[str, Any], float, bool]:
@@ -446,191 +392,16 @@ def run_child(
     return json.loads(out.strip().splitlines()[-1]), wall, dropped
 
 
-# ----------------------------------------------------------------------------- footer build
-
-
-def write_data_files(folder: Path, n_files: int, k: int, rows: int, groups: int, floats: bool) -> None:
-    """``n_files`` parquet files of ``rows`` rows in ``groups`` row groups; float columns become
-    int64 when ``floats`` is False. One big table is generated, then sliced per file."""
-    rng = np.random.default_rng(3)
-    total = n_files * rows
-    arrays: dict[str, pa.Array] = {}
-    file_of_row = np.repeat(np.arange(n_files), rows)
-    for name, t in columns(k):
-        valid = rng.random(total) >= 0.02
-        if pa.types.is_date32(t):
-            days = (DAY0 - dt.date(1970, 1, 1)).days + file_of_row * SPAN_DAYS // n_files
-            arr: pa.Array = pa.array((days + rng.integers(0, 3, total)).astype(np.int32)).view(t)
-        elif pa.types.is_timestamp(t):
-            per_s = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[t.unit]
-            secs = (DAY0 - dt.date(1970, 1, 1)).days * 86_400 + file_of_row * (SPAN_DAYS * 86_400 // n_files)
-            arr = pa.array(((secs + rng.integers(0, 86_400, total)) * per_s).astype(np.int64)).view(t)
-        elif pa.types.is_decimal(t):
-            arr = _decimal(rng.integers(0, 10 ** min(t.precision - 1, 17), total, dtype=np.int64), t)
-        elif pa.types.is_floating(t):
-            values = rng.uniform(0.0, 1_000.0, total)
-            if floats:
-                values[rng.random(total) < 0.01] = np.nan
-                arr = pa.array(values).cast(t)
-            else:
-                arr = pa.array(np.round(values * 100).astype(np.int64))
-        elif pa.types.is_boolean(t):
-            arr = pa.array(rng.random(total) < 0.5)
-        elif pa.types.is_uint64(t):
-            arr = pa.array(rng.integers(0, 2**63, total, dtype=np.uint64))
-        elif pa.types.is_integer(t):
-            top = min(2 ** (t.bit_width - 1) - 1, ID_SPACE)
-            arr = pa.array(rng.integers(0, top, total)).cast(t)
-        else:
-            vocab = pa.array([f"{name}-{i:05d}" for i in range(2_000)], pa.string())
-            arr = vocab.take(pa.array(rng.integers(0, 2_000, total))).cast(t)
-        arrays[name] = _null_where(arr, ~valid)
-    table = pa.table(arrays)
-    folder.mkdir(parents=True, exist_ok=True)
-    per_group = max(1, -(-rows // max(1, groups)))
-    for i in range(n_files):
-        pq.write_table(
-            table.slice(i * rows, rows), folder / f"part-{i:05d}.parquet", row_group_size=per_group
-        )
-
-
-@dataclass
-class Timing:
-    best: float
-    median: float
-
-    @classmethod
-    def of(cls, fn: Callable[[], object], repeat: int, warmup: int = 1) -> Timing:
-        for _ in range(warmup):
-            fn()
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        return cls(min(times), statistics.median(times))
-
-    @classmethod
-    def from_list(cls, times: Sequence[float]) -> Timing:
-        return cls(min(times), statistics.median(times))
-
-    def ms(self) -> str:
-        return f"{_ms(self.best)} (med {_ms(self.median)})"
-
-
-def _ms(s: float) -> str:
-    return f"{s * 1e3:,.0f} ms" if s >= 0.1 else f"{s * 1e3:.1f} ms"
-
-
-def _mb(b: float) -> str:
-    return f"{b / 1e6:,.1f} MB"
-
-
-def footers_seq(paths: Sequence[str]) -> list[Any]:
-    return [pq.ParquetFile(p).metadata for p in paths]
-
-
-def footers_read_metadata(paths: Sequence[str]) -> list[Any]:
-    return [pq.read_metadata(p) for p in paths]
-
-
-def footers_with_stats(paths: Sequence[str]) -> list[Any]:
-    """The least pyarrow code that gets min, max and null count of every column chunk out."""
-    out = []
-    for p in paths:
-        md = pq.ParquetFile(p).metadata
-        for r in range(md.num_row_groups):
-            group = md.row_group(r)
-            for j in range(md.num_columns):
-                st = group.column(j).statistics
-                out.append((st.min, st.max, st.null_count) if st is not None and st.has_min_max else None)
-    return out
-
-
-def footers_threaded(paths: Sequence[str], workers: int) -> list[Any]:
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(lambda p: pq.ParquetFile(p).metadata, paths))
-
-
-@dataclass
-class BuildResult:
-    label: str
-    seq: Timing
-    read_metadata: Timing
-    threaded: Timing
-    with_stats: Timing
-    stats_only: Timing
-    build: Timing
-    cold_threaded: float | None
-    cold_build: float | None
-
-
-def bench_build(
-    folder: Path, index_dir: Path, label: str, repeat: int, workers: int, cold: bool
-) -> BuildResult:
-    table = open_table(folder)
-    files = table.reader.list_files()
-    paths = [os.path.join(table.root, f.path) for f in files]
-    part_schema = table.reader.partition_schema()
-    seq = Timing.of(lambda: footers_seq(paths), repeat)
-    read_md = Timing.of(lambda: footers_read_metadata(paths), repeat)
-    threaded = Timing.of(lambda: footers_threaded(paths, workers), repeat)
-    with_stats = Timing.of(lambda: footers_with_stats(paths), repeat)
-    stats_only = Timing.of(
-        lambda: compute_stats(
-            table.root, files, part_schema, bloom_columns=[], progress=False, workers=workers
-        ),
-        repeat,
-    )
-    counter = iter(range(1_000_000))
-
-    def build() -> int:
-        target = index_dir / f"{label}-{next(counter)}"
-        return open_table(folder, index_path=target).build(bloom_columns=[], progress=False)
-
-    built = Timing.of(build, repeat)
-    cold_threaded = cold_build = None
-    if cold and drop_page_cache():
-        t0 = time.perf_counter()
-        footers_threaded(paths, workers)
-        cold_threaded = time.perf_counter() - t0
-        drop_page_cache()
-        t0 = time.perf_counter()
-        build()
-        cold_build = time.perf_counter() - t0
-    return BuildResult(
-        label, seq, read_md, threaded, with_stats, stats_only, built, cold_threaded, cold_build
-    )
-
-
 # ----------------------------------------------------------------------------------------- main
-
-
-def machine_line() -> str:
-    mem = ""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            kb = int(next(ln for ln in fh if ln.startswith("MemTotal")).split()[1])
-            mem = f", {kb / 2**20:.0f} GiB RAM"
-    except (OSError, StopIteration, ValueError):
-        pass
-    return f"machine: {machine()}{mem}, pyarrow {pa.__version__}, numpy {np.__version__}"
-
-
-def _met(ok: bool) -> str:
-    return "yes" if ok else "**no**"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--files", type=int, default=1_000_000, help="files in the synthetic index")
     parser.add_argument("--columns", type=int, default=20, help="columns in the synthetic index (>= 2)")
-    parser.add_argument("--build-files", type=int, default=2_000, help="real parquet files for the build")
-    parser.add_argument("--build-rows", type=int, default=100, help="rows per real parquet file")
-    parser.add_argument("--build-row-groups", type=int, default=2, help="row groups per real parquet file")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per warm measurement")
     parser.add_argument("--cold-runs", type=int, default=3, help="fresh processes for the cold open + prune")
-    parser.add_argument("--workdir", default="bench_data/index_bench", help="emptied, then removed")
+    parser.add_argument("--workdir", default="bench_data/index_open_bench", help="emptied, then removed")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--warmup-root", help=argparse.SUPPRESS)
@@ -654,7 +425,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(args: argparse.Namespace, repeat: int, work: Path) -> int:
     t_start = time.perf_counter()
     n, k = args.files, args.columns
-    print(machine_line())
+    print(machine_line(pa, np, memory=True))
     can_drop = drop_page_cache()
     print(
         "cold = "
@@ -703,18 +474,6 @@ def run(args: argparse.Namespace, repeat: int, work: Path) -> int:
     read_bytes = statistics.median(c["read_bytes"] for c in colds)
     rchar = statistics.median(c["rchar"] for c in colds)
 
-    # 3. Footer-based build.
-    workers = min(8, (os.cpu_count() or 2) * 2)
-    builds = []
-    build_setup_s = 0.0
-    for floats in (False, True):
-        label = "floats" if floats else "no_floats"
-        folder = work / f"table_{label}"
-        t0 = time.perf_counter()
-        write_data_files(folder, args.build_files, k, args.build_rows, args.build_row_groups, floats)
-        build_setup_s += time.perf_counter() - t0
-        builds.append(bench_build(folder, work / "build_index", label, repeat, workers, can_drop))
-
     # The report.
     cold_word = "cold" if can_drop else "new process, OS cache warm"
     kept = f"kept {expected_a:,} / {n:,} files ({100 * expected_a / n:.1f}%) for A, {expected_b:,} for B"
@@ -728,102 +487,47 @@ def run(args: argparse.Namespace, repeat: int, work: Path) -> int:
         ],
         [
             "index size on disk",
-            f"{_mb(index_size)} (files {_mb(part_sizes['files'])}, column_stats "
-            f"{_mb(part_sizes['column_stats'])})",
+            f"{fmt_mb(index_size)} (files {fmt_mb(part_sizes['files'])}, column_stats "
+            f"{fmt_mb(part_sizes['column_stats'])})",
             "-",
             "-",
         ],
         [
             f"open + prune on 2 columns, {cold_word} ({len(colds)} fresh processes)",
-            f"{cold.ms()}: open {_ms(cold_open.best)}, prune {_ms(cold_prune.best)}",
+            f"{cold.text()}: open {fmt_ms(cold_open.best)}, prune {fmt_ms(cold_prune.best)}",
             "< 1 s",
-            _met(cold.median < COLD_TARGET_S),
+            met(cold.median < COLD_TARGET_S),
         ],
         [
             "bytes read by that open + prune",
-            f"read_bytes {_mb(read_bytes)}, rchar {_mb(rchar)}; footers say {_mb(need)} needed, "
-            f"of {_mb(index_size)} ({100 * need / index_size:.0f}%)",
+            f"read_bytes {fmt_mb(read_bytes)}, rchar {fmt_mb(rchar)}; footers say {fmt_mb(need)} needed, "
+            f"of {fmt_mb(index_size)} ({100 * need / index_size:.0f}%)",
             "-",
             "-",
         ],
         [
             "warm: 2nd prune, same IndexedTable, predicate B (stats cached)",
-            warm_same.ms(),
+            warm_same.text(),
             "< 150 ms",
-            _met(warm_same.median < WARM_TARGET_S),
+            met(warm_same.median < WARM_TARGET_S),
         ],
         [
             "warm: new IndexedTable + prune A, same process (OS cache warm)",
-            warm_new.ms(),
+            warm_new.text(),
             "< 150 ms",
-            _met(warm_new.median < WARM_TARGET_S),
+            met(warm_new.median < WARM_TARGET_S),
         ],
         [
             f"new process spawn to exit, {cold_word}, imports included",
-            f"{_ms(e2e_wall)} (open + prune inside: {_ms(e2e_result['total_s'])})",
+            f"{fmt_ms(e2e_wall)} (open + prune inside: {fmt_ms(e2e_result['total_s'])})",
             "-",
             "-",
         ],
     ]
-    for b in builds:
-        base = min(b.seq.best, b.read_metadata.best, b.threaded.best)
-        what = (
-            "no float columns (footers only)" if b.label == "no_floats" else "with 3 float columns (NaN scan)"
-        )
-        rows += [
-            [
-                f"{args.build_files:,} files, {what}: footers, `ParquetFile(p).metadata`",
-                b.seq.ms(),
-                "-",
-                "-",
-            ],
-            ["  footers, `pq.read_metadata(p)`", b.read_metadata.ms(), "-", "-"],
-            [f"  footers, `ParquetFile(p).metadata` on {workers} threads", b.threaded.ms(), "-", "-"],
-            [
-                "  footers and every chunk's min/max/null count (`statistics`)",
-                b.with_stats.ms(),
-                "-",
-                "-",
-            ],
-            [
-                "  compute_stats (stats only)",
-                f"{b.stats_only.ms()} = {b.stats_only.best / base:.2f}x footers",
-                "-",
-                "-",
-            ],
-            [
-                "  IndexedTable.build (list, stats, write, commit)",
-                f"{b.build.ms()} = {b.build.best / base:.2f}x footers, "
-                f"{b.build.best / b.with_stats.best:.2f}x footers+statistics",
-                "<= 1.5x footers",
-                _met(b.build.best / base <= BUILD_TARGET_RATIO),
-            ],
-        ]
-        if b.cold_threaded is not None and b.cold_build is not None:
-            rows.append(
-                [
-                    "  cold (page cache dropped): footers threaded vs build",
-                    f"{_ms(b.cold_threaded)} vs {_ms(b.cold_build)} = {b.cold_build / b.cold_threaded:.2f}x",
-                    "-",
-                    "-",
-                ]
-            )
-    header = ["what", "time", "target", "met?"]
-    print("| " + " | ".join(header) + " |")
-    print("|" + "|".join("---" for _ in header) + "|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+    print(markdown_table(["what", "time", "target", "met?"], rows))
     print()
     print(f"- {kept}; checked equal to might_match over the in-memory stats")
-    print(
-        f"- synthetic stats generated in {gen_s:.1f} s; "
-        f"data files for the build written in {build_setup_s:.1f} s"
-    )
-    print(
-        f"- build tables: {args.build_files:,} files x {k} columns x {args.build_rows} rows in "
-        f"{args.build_row_groups} row groups; ratios are best build / best footer read (the fastest "
-        "of the three ways); OS cache warm"
-    )
+    print(f"- synthetic stats generated in {gen_s:.1f} s")
     print(
         f"- runs: warm = best (median) of {repeat} per process; "
         f"total bench time {time.perf_counter() - t_start:.0f} s"
