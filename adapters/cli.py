@@ -279,14 +279,15 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 def _query_tables(args: argparse.Namespace) -> list[tuple[str, IndexedTable]]:
     """The tables a query may read, by name: TABLE (named after its folder, or ``--name``) and each
-    ``--with NAME=PATH``. Each must have an index."""
+    ``--with NAME=PATH``. Each must have an index (``register`` says so; an unreadable index
+    lets the query read every file, with a warning)."""
     name = args.name or _default_name(args.table)
-    tables = [(name, _built(_table(args)))]
+    tables = [(name, _table(args))]
     for spec in args.with_table or []:
         other, sep, path = spec.partition("=")
         if not sep or not other or not path:
             raise ValueError(f"--with takes NAME=PATH, got {spec!r}")
-        tables.append((other, _built(open_table(path))))
+        tables.append((other, open_table(path)))
     if not args.name and not _plain_identifier(name):
         _say(
             args,

@@ -378,3 +378,18 @@ def test_the_timeline_entry_names_index_files_relative_to_the_index_root(tmp_pat
     entry = json.loads(sorted((t.index_root / "timeline").glob("*.json"))[-1].read_text())
     for files in entry["added"].values():
         assert all((t.index_root / rel).is_file() and rel.endswith(".idx") for rel in files)
+
+
+def test_a_query_over_a_corrupt_timeline_reads_every_file_and_says_so(tmp_path: Path) -> None:
+    root = _table(tmp_path / "t")
+    open_table(root).build()
+    _corrupt_newest_entry(root)
+    con = duckdb.connect()
+    register(con, "t", root)  # the view needs no index
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        planned = plan(con, "SELECT count(*) FROM t WHERE k = 12")
+    assert any(issubclass(w.category, IndexUnusedWarning) for w in caught)
+    [table] = planned.tables
+    assert table.used == () and table.not_used == ("k = 12  (the index is unreadable)",)
+    assert planned.relation().fetchall() == [(1,)]

@@ -46,7 +46,7 @@ from hudi_expr import (
 )
 from hudi_expr.expressions import LiteralPredicate, Reference, SetPredicate
 from hudi_expr.visitors import transform_leaves
-from index_store import IndexedTable, IndexNotBuiltError, PruneResult, open_table
+from index_store import IndexCorruptError, IndexedTable, IndexNotBuiltError, PruneResult, open_table
 
 __all__ = [
     "IndexUnusedWarning",
@@ -93,7 +93,7 @@ def register(
     files = [os.path.join(indexed.root, f.path) for f in indexed.reader.list_files()]
     if not files:
         raise ValueError(f"{indexed.root} has no data files: DuckDB cannot read a table without one")
-    if not indexed.snapshot().version:
+    if not _built(indexed):
         raise IndexNotBuiltError(indexed.root)
     partition_columns = indexed.reader.partition_schema().names if indexed.reader.kind == "parquet" else []
     options = f"hive_partitioning = {'true' if partition_columns else 'false'}, can_have_nan = true"
@@ -113,6 +113,15 @@ def register(
         raise RuntimeError(f"view {name!r} was not created")
     registration = _Registration(name, indexed, view_oid, columns, options, union_by_name)
     _registry.setdefault(con, {})[name.lower()] = registration
+
+
+def _built(table: IndexedTable) -> bool:
+    """Whether ``table`` has an index; an unreadable one counts (queries then read every file and
+    say why, rather than fail)."""
+    try:
+        return bool(table.snapshot().version)
+    except IndexCorruptError:
+        return True
 
 
 def _check_live_read(con: duckdb.DuckDBPyConnection, read: LiveRead, files: list[str]) -> None:
@@ -274,13 +283,19 @@ class _Planner:
 
     def prune(self, ref: TableRef, registration: _Registration) -> TablePlan:
         self.walker.resolve = ref.column_path
-        schema = registration.table.snapshot().schema
+        try:
+            schema: pa.Schema | None = registration.table.snapshot().schema
+        except IndexCorruptError:
+            schema = None  # prune below keeps every file and says why
         used: list[str] = []
         bound: list[Expression] = []
         not_used = [f"{self.walker.source_text(node)}  ({why})" for node, why in ref.refused]
         for pushable in ref.pushable:
             self.walker.not_used = []
             text = self.walker.source_text(pushable.node)
+            if schema is None:
+                not_used.append(f"{text}  (the index is unreadable)")
+                continue
             expr = self.walker.translate(pushable.node, negated=False)
             why = "not translatable" if self.walker.not_used else "always TRUE"
             if not self.utc and not isinstance(expr, AlwaysTrue):
