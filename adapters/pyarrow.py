@@ -262,7 +262,8 @@ class _Translator:
                 stack.append((node, True))
                 stack.extend((arg, False) for arg in reversed(node.args))
                 continue
-            done[id(node)] = self._node(node, [done[id(a)] for a in node.args] if expanded else [])
+            parts = [done[id(a)] for a in node.args] if expanded and isinstance(node, _Call) else []
+            done[id(node)] = self._node(node, parts)
         return done[id(root)]
 
     def _node(self, node: _Node, parts: list[_Pair]) -> _Pair:

@@ -497,7 +497,7 @@ def _located(node: Any) -> Any:
 # ---------------------------------------------------------------------------------------- helpers
 
 
-def _live_registrations(con: duckdb.DuckDBPyConnection, views: dict[str, str]) -> dict[str, _Registration]:
+def _live_registrations(con: duckdb.DuckDBPyConnection, views: dict[str, int]) -> dict[str, _Registration]:
     """The registrations whose view is still the one ``register`` made (others are forgotten)."""
     registrations = _registry.get(con, {})
     for key in [k for k, r in registrations.items() if views.get(k) != r.view_oid]:

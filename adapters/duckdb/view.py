@@ -26,6 +26,7 @@ import zlib
 from dataclasses import dataclass
 
 import duckdb
+import duckdb.func
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -102,7 +103,7 @@ def _live_function(con: duckdb.DuckDBPyConnection, name: str, table: IndexedTabl
         live,
         [duckdb.sqltype("VARCHAR")],
         duckdb.sqltype("BOOLEAN"),
-        type="arrow",
+        type=duckdb.func.PythonUDFType.ARROW,
         side_effects=False,
     )
     _close_at_exit(con)

@@ -187,7 +187,7 @@ class _Task:
     fpp: float
     data_schema: pa.Schema | None = None  # None: the union of the group's own files
 
-    def __call__(self, groups: Iterator[tuple[int, list[DataFile]]]) -> Iterator[tuple[int, _GroupResult]]:
+    def __call__(self, groups: Iterable[tuple[int, list[DataFile]]]) -> Iterator[tuple[int, _GroupResult]]:
         for index, files in groups:
             yield index, self.compute(files)
 

@@ -291,11 +291,11 @@ class _Walker:
                 return AlwaysFalse()
             if not isinstance(prefix, str) or term.float_to_double:
                 raise _Untranslatable
-            leaf = StartsWith(term.ref, prefix)
-            return ~leaf if neg else leaf
+            starts = StartsWith(term.ref, prefix)
+            return ~starts if neg else starts
         if kind == "Like":
-            leaf = _like(self._term(node.left()), _literal(node.right()), str(node.escapeChar()))
-            return ~leaf if neg else leaf
+            like = _like(self._term(node.left()), _literal(node.right()), str(node.escapeChar()))
+            return ~like if neg else like
         if kind == "Literal":
             value = _literal(node)
             if value is _NULL:

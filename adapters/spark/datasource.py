@@ -70,6 +70,7 @@ from pyspark.sql.types import (
 
 import hudi_expr as hx
 from hudi_expr import Expression
+from hudi_expr.expressions import LiteralPredicate
 from index_store.table import IndexedTable, open_table
 
 __all__ = [
@@ -204,7 +205,8 @@ def _translate(f: sds.Filter, schema: StructType) -> Expression | None:
         child = _translate(f.child, schema)
         # NOT is exact under three-valued logic in both Spark and hudi_expr.
         return None if child is None else hx.Not(child)
-    found = _resolve(schema, f.attribute)
+    attribute: tuple[str, ...] = f.attribute  # type: ignore[attr-defined]  # every filter but Not has one
+    found = _resolve(schema, attribute)
     if found is None:
         return None
     name, spark_type = found
@@ -230,7 +232,7 @@ def _translate(f: sds.Filter, schema: StructType) -> Expression | None:
     return _comparison(f, name, spark_type)
 
 
-_COMPARISONS: dict[type, type[hx.Predicate]] = {
+_COMPARISONS: dict[type, type[LiteralPredicate]] = {
     sds.EqualTo: hx.EqualTo,
     sds.GreaterThan: hx.GreaterThan,
     sds.GreaterThanOrEqual: hx.GreaterThanOrEqual,

@@ -189,7 +189,7 @@ class HudiTimeline:
     def replaced_file_groups(self) -> set[tuple[str, str]]:
         """``(partition, file id)`` of every file group a completed replacecommit replaced
         (insert overwrite, clustering, delete partition)."""
-        replaced = set()
+        replaced: set[tuple[str, str]] = set()
         for instant in self.completed.values():
             if instant.action != "replacecommit":
                 continue
