@@ -5,6 +5,10 @@ each rewrite below keeps exactly the rows where the original is TRUE: ``int8_col
 ``int8_col IS NOT NULL`` (TRUE for every non-null row, never for NULL), ``int_col = 1.5`` becomes
 FALSE, ``float_col = NaN`` becomes ``isnan(float_col)``. Because negation happened before folding,
 a bound tree must not be negated again to mean the negation of the original: negate the unbound one.
+
+Before the leaves are bound, equalities on one column are gathered into one IN list
+(``merge_equalities``): a 10,000-term ``a = v1 OR a = v2 ...`` is then evaluated as one vectorized
+IN test instead of 10,000 comparisons, and ``a <> v1 AND a <> v2 ...`` as one NOT IN.
 """
 
 from __future__ import annotations
@@ -31,11 +35,13 @@ from hudi_expr.expressions import (
     LessThan,
     LessThanOrEqual,
     LiteralPredicate,
+    Not,
     NotEqualTo,
     NotIn,
     NotStartsWith,
     Or,
     Predicate,
+    Reference,
     SetPredicate,
     StartsWith,
     UnaryPredicate,
@@ -43,7 +49,7 @@ from hudi_expr.expressions import (
 from hudi_expr.types import Coerced, coerce_literal, is_comparable_type, is_float_type, is_string_like
 from hudi_expr.visitors import rewrite_not, transform_leaves
 
-__all__ = ["bind", "resolve"]
+__all__ = ["bind", "merge_equalities", "resolve"]
 
 _ALWAYS_FALSE = AlwaysFalse()
 
@@ -61,7 +67,87 @@ def bind(expr: Expression, schema: pa.Schema, case_sensitive: bool = True) -> Ex
             ref = cache[name] = resolve(schema, name, case_sensitive)
         return _bind_predicate(leaf, ref)
 
-    return transform_leaves(rewrite_not(expr), bind_leaf)
+    return transform_leaves(merge_equalities(rewrite_not(expr)), bind_leaf)
+
+
+# Why merging is exact under three-valued logic. On a row where a is NULL, a = v1 OR ... OR a = vn
+# is NULL and so is a IN (v1, ..., vn); elsewhere both are TRUE exactly when a equals some vi, and
+# FALSE otherwise (NaN equals NaN in both: _bind_set gives IN the isnan form and both zeros that =
+# gets from _fold_comparison and the comparison kernels). OR is commutative and associative, so the
+# other operands may stand anywhere. Dually, a <> v1 AND ... AND a <> vn is a NOT IN (v1, ..., vn):
+# NULL on NULL rows, else TRUE exactly when a equals no vi. No literal is NULL (the constructors
+# refuse them and the adapters fold ``a = NULL`` before building a leaf), so a list never holds one.
+# Each value is then coerced on its own by _bind_set, as each comparison would have been (a value
+# the type cannot hold leaves the list, as its = would be FALSE and its <> IS NOT NULL).
+_GATHERED: dict[type[Expression], tuple[type[Predicate], type[SetPredicate]]] = {
+    Or: (EqualTo, In),
+    And: (NotEqualTo, NotIn),
+}
+
+
+def merge_equalities(expr: Expression) -> Expression:
+    """``a = 1 OR b = 3 OR a = 2`` as ``a IN (1, 2) OR b = 3``; ``a <> 1 AND a <> 2`` as ``a NOT IN (1, 2)``.
+
+    Every maximal OR is flattened once, and its ``=`` and IN leaves on one unbound column become one
+    IN where the first of them stood, values in order of appearance (AND with ``<>`` and NOT IN
+    likewise). Linear in the size of the tree, without recursion. Bound leaves, and IN lists held as
+    arrow arrays, are left as they are.
+    """
+    results: list[Expression] = []
+    # (node, its children once expanded): children are the flattened operands of an And/Or.
+    stack: list[tuple[Expression, list[Expression] | None]] = [(expr, None)]
+    while stack:
+        node, children = stack.pop()
+        if children is None:
+            if isinstance(node, (And, Or)):
+                children = node.operands()
+            elif isinstance(node, Not):
+                children = [node.child]
+            else:
+                results.append(node)
+                continue
+            stack.append((node, children))
+            stack.extend((child, None) for child in reversed(children))
+            continue
+        start = len(results) - len(children)
+        parts = results[start:]
+        del results[start:]
+        if isinstance(node, Not):
+            results.append(node if parts[0] is node.child else Not(parts[0]))
+        else:
+            results.append(_gather(node, children, parts))
+    return results[0]
+
+
+def _gather(node: Expression, children: list[Expression], parts: list[Expression]) -> Expression:
+    """``node`` (an And/Or of ``children``) over ``parts``, the equalities on one column gathered."""
+    single, many = _GATHERED[type(node)]
+    owner: list[Reference | None] = []  # per part: the column it is gathered under, if any
+    values: dict[Reference, list[Any]] = {}  # per column, in first-use order: its leaves' values
+    leaves: dict[Reference, int] = {}  # per column: how many leaves are gathered
+    for part in parts:
+        found: Any = None
+        if isinstance(part, LiteralPredicate) and type(part) is single:
+            found = (part.literal,)
+        elif isinstance(part, SetPredicate) and type(part) is many and isinstance(part.values, tuple):
+            found = part.values
+        term = part.term if found is not None and isinstance(part, Predicate) else None
+        if not isinstance(term, Reference):
+            owner.append(None)
+            continue
+        owner.append(term)
+        leaves[term] = leaves.get(term, 0) + 1
+        values.setdefault(term, []).extend(found)
+    if all(n == 1 for n in leaves.values()):
+        unchanged = all(p is c for p, c in zip(parts, children, strict=True))
+        return node if unchanged else type(node)(*parts)
+    out: list[Expression] = []
+    for part, column in zip(parts, owner, strict=True):
+        if column is None or leaves[column] == 1:
+            out.append(part)
+        elif column in values:  # the column's first leaf: the whole list stands here
+            out.append(many(column, values.pop(column)))
+    return type(node)(*out)
 
 
 def resolve(schema: pa.Schema, name: str, case_sensitive: bool = True) -> BoundReference:
