@@ -23,7 +23,7 @@ here could match as surely. The translation must keep every file Spark could tak
 where in doubt, a filter is simply not used for pruning.
 
 Pruning is opt-in, per ``load()``, with ``option("singleScan", "true")``, because of a Spark 4.3.0
-limit (checked in tests/test_spark_datasource.py, marked xfail so a fix shows up): Spark keeps a
+limit (checked in tests/adapters/test_spark_datasource.py, marked xfail so a fix shows up): Spark keeps a
 Python data source's planned read (partitions and reader) on the relation that ``load()`` made,
 not on each scan. A DataFrame (or temp view) scanned twice reuses the last planned read:
 ``df.filter(...).count()`` then ``df.count()`` would count only the files kept for the first, and

@@ -4,7 +4,7 @@ A plain parquet directory carries its partition values only in folder names, so 
 guess, and the guess has to be the engine's: if DuckDB reads ``year=2024`` as BIGINT and the index
 called it a string, ``year > 900`` would compare strings and skip files wrongly. This module
 reproduces DuckDB's ``read_parquet(..., hive_partitioning=true)`` inference (checked against
-DuckDB 2.0 in ``tests/test_tables_plain.py``):
+DuckDB 2.0 in ``tests/index_store/test_tables_plain.py``):
 
 - each raw (still URL-encoded) value is tried, strictly, as DATE, then TIMESTAMP, then BIGINT, else
   VARCHAR; ``__HIVE_DEFAULT_PARTITION__`` and ``NULL`` (any case) are NULL and take no part;

@@ -21,7 +21,7 @@ from hudi_expr import col
 from index_store import IndexCorruptError, open_table
 from index_store.timeline import IndexTimeline
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _write(root: Path, name: str, start: int, n: int = 20) -> None:

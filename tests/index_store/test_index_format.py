@@ -18,7 +18,7 @@ import pytest
 from hudi_expr import Expression, col
 from index_store import open_table
 
-FIXTURE = Path(__file__).parent / "data" / "index_format_1" / "table"
+FIXTURE = Path(__file__).parents[1] / "data" / "index_format_1" / "table"
 
 PREDICATES: list[Expression] = [
     col("id") == 1005,
