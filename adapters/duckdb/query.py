@@ -21,7 +21,6 @@ planner does not rewrite (inside PIVOT, with TABLESAMPLE or AT) read the registe
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import warnings
@@ -420,12 +419,12 @@ def _same_but_renamed(
                     return False
                 seen.add(name)
                 item.clear()
-                item.update(copy.deepcopy(by_name[name]))
+                item.update(by_name[name])  # compared below, never changed: no copy needed
                 continue
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-    return seen == set(placeholders) and _located(tree) == _located(statement)
+    return seen == set(placeholders) and _same_ignoring_locations(tree, statement)
 
 
 def _schema_qualified(statement: Any, database: str) -> set[str]:
@@ -482,16 +481,26 @@ def _alias_of(node: dict[str, Any]) -> str:
     return str(node.get("alias") or node.get("table_name"))
 
 
-_LOCATION_KEYS = ("query_location", "query_location_length")
+_LOCATION_KEYS = frozenset(("query_location", "query_location_length"))
 
 
-def _located(node: Any) -> Any:
-    """The tree without source positions (they move when text is replaced)."""
-    if isinstance(node, dict):
-        return {k: _located(v) for k, v in node.items() if k not in _LOCATION_KEYS}
-    if isinstance(node, list):
-        return [_located(v) for v in node]
-    return node
+def _same_ignoring_locations(a: Any, b: Any) -> bool:
+    """Whether two JSON syntax trees are equal but for source positions (they move when text is
+    replaced); walked with a stack, as trees of 10,000-term filters are deep."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if isinstance(x, dict):
+            if not isinstance(y, dict) or x.keys() - _LOCATION_KEYS != y.keys() - _LOCATION_KEYS:
+                return False
+            stack.extend((x[k], y[k]) for k in x.keys() - _LOCATION_KEYS)
+        elif isinstance(x, list):
+            if not isinstance(y, list) or len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif type(x) is not type(y) or x != y:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------------------------------- helpers

@@ -461,3 +461,19 @@ def test_names_that_do_not_reach_mains_view_are_left_alone(cons) -> None:
             c.execute("SET schema = 'main'")
     assert kept(check(cons, "SELECT count(*) FROM t WHERE k < 100"), "t") == 1
     assert con is not base
+
+
+def test_the_splice_check_compares_trees_but_for_source_positions() -> None:
+    from adapters.duckdb.query import _same_ignoring_locations
+
+    a = {"x": [1, {"query_location": 3, "y": "a"}]}
+    assert _same_ignoring_locations(a, {"x": [1, {"query_location": 9, "y": "a"}]})
+    assert not _same_ignoring_locations(a, {"x": [1, {"query_location": 3, "y": "b"}]})
+    assert not _same_ignoring_locations(a, {"x": [1, {"query_location": 3, "y": "a", "z": 0}]})
+    assert not _same_ignoring_locations({"a": 1}, {"a": True})  # JSON true is not 1
+    assert not _same_ignoring_locations([1, 2], [1, 2, 3])
+    deep: dict[str, object] = {"leaf": 0}
+    other: dict[str, object] = {"leaf": 1}
+    for _ in range(50_000):  # a 10,000-term filter's tree is this deep: no recursion
+        deep, other = {"child": deep}, {"child": other}
+    assert not _same_ignoring_locations(deep, other)
