@@ -6,7 +6,8 @@ README names exist (``warehouse/orders`` and ``warehouse/lineitem``: TPC-H at SF
 (the indexes they built). Each Python block runs in a namespace of its own: it must show its own
 imports. A block that uses ``spark`` without defining it gets the session's Spark fixture. Bash
 blocks run through ``bash -e`` with this environment's ``hudi-index`` first on ``PATH``; their
-commands must be ``hudi-index`` commands (a new kind of command fails here until this file learns to
+commands must be ``hudi-index`` commands, optionally piped through ``SHELL_TOOLS`` (a new kind of
+command fails here until this file learns to
 run it), except the two set-up commands, which are not run here: ``bash scripts/test.sh`` is what CI
 runs (this file runs inside it), and ``bash scripts/demo.sh`` installs the locked environment and
 generates SF 0.5 data, too slow for a test. Blocks tagged ``text`` are output and are not run; a
@@ -167,11 +168,15 @@ def bash_commands(code: str) -> list[str]:
     return [" ".join(c) for c in commands if c]
 
 
+# Plain shell tools a README example may pipe hudi-index through (they need nothing installed).
+SHELL_TOOLS = ("echo ", "wc ", "head ", "xargs ")
+
+
 def _run_bash(block: Block, folder: Path) -> None:
     commands = bash_commands(block.code)
     if commands and all(c in SETUP_COMMANDS for c in commands):
         pytest.skip(f"{block.name}: set-up commands, not run here (see the module docstring)")
-    other = [c for c in commands if not c.startswith("hudi-index ")]
+    other = [c for c in commands if not c.startswith(("hudi-index ", *SHELL_TOOLS))]
     if other:
         pytest.fail(f"{block.name}: this test runs only hudi-index commands, not {other}", pytrace=False)
     bin_dir = Path(sys.executable).parent
