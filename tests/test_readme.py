@@ -7,10 +7,11 @@ README names exist (``warehouse/orders`` and ``warehouse/lineitem``: TPC-H at SF
 imports. A block that uses ``spark`` without defining it gets the session's Spark fixture. Bash
 blocks run through ``bash -e`` with this environment's ``hudi-index`` first on ``PATH``; their
 commands must be ``hudi-index`` commands, optionally piped through ``SHELL_TOOLS`` (a new kind of
-command fails here until this file learns to run it), except the two set-up commands, which are not run here: ``bash scripts/test.sh`` is what CI
-runs (this file runs inside it), and ``bash scripts/demo.sh`` installs the locked environment and
-generates SF 0.5 data, too slow for a test. Blocks tagged ``text`` are output and are not run; a
-block with any other tag (or none) fails ``test_every_block_has_a_known_kind``.
+command fails here until this file learns to run it), except the two set-up commands, which are not
+run here: ``bash scripts/test.sh`` is what CI runs (this file runs inside it), and ``bash
+scripts/demo.sh`` installs the locked environment and generates SF 0.5 data, too slow for a test.
+Blocks tagged ``text`` are output and are not run; a block with any other tag (or none) fails
+``test_every_block_has_a_known_kind``.
 
 A failure names the block by its first line and its line in README.md; Python tracebacks point at
 README.md lines.
