@@ -240,24 +240,7 @@ class IndexedTable:
             )
         listing = self.reader.list_files()
         on_disk = pa.array([f.path for f in listing], pa.string())
-        # Vectorized set logic. An indexed file gone from disk is dropped; a file on disk the index
-        # does not know is kept (unknown), and so is one whose size or modification time is not
-        # what the index recorded: rewritten in place, its statistics describe other rows.
-        where = pc.index_in(loaded.paths, value_set=on_disk)
-        present = pc.is_valid(where).to_numpy(zero_copy_only=False)
-        rows = where.fill_null(0).to_numpy(zero_copy_only=False)
-        disk_size = np.array([f.size for f in listing], dtype=np.int64)
-        disk_mtime = pa.array([f.mtime_ns for f in listing], pa.int64())
-        index_mtime = loaded.files["mtime"].combine_chunks()
-        same = (
-            np.asarray(disk_size[rows] == loaded.files["size"].to_numpy(zero_copy_only=False))
-            & pc.fill_null(pc.equal(disk_mtime.take(pa.array(rows)), index_mtime), False).to_numpy(
-                zero_copy_only=False
-            )
-            if len(listing)
-            else np.zeros(len(rows), dtype=bool)
-        )
-        changed = present & ~same
+        present, changed = _compare_with_disk(loaded, listing, on_disk)
         kept = present & (mask.to_numpy(zero_copy_only=False) | changed)
         unknown = self._abs_all(
             on_disk.filter(pc.invert(pc.is_in(on_disk, value_set=loaded.paths))).to_pylist()
@@ -426,7 +409,8 @@ class IndexedTable:
         listing = self.reader.list_files()
         on_disk = {f.path: f for f in listing}
         # A file whose size or modification time moved was rewritten: index it again. So is one
-        # indexed before modification times were recorded (None never equals a listed time).
+        # indexed before times were recorded (None never equals a listed time), and one whose
+        # listing has no time (nothing could tell it was not rewritten).
         added = [f for f in listing if indexed.get(f.path) != (f.size, f.mtime_ns) or f.mtime_ns is None]
         removed = [p for p in indexed if p not in on_disk]
         if not added and not removed:
@@ -546,6 +530,30 @@ class IndexedTable:
                 raise FileNotFoundError(f"not live data files of {self.root}: {missing[:3]}")
             described += [listing[p] for p in sorted(wanted)]
         return described
+
+
+def _compare_with_disk(
+    loaded: _Loaded, listing: Sequence[DataFile], on_disk: pa.Array
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per indexed file: is it still on disk, and has it changed since it was indexed?
+
+    Vectorized set logic. An indexed file gone from disk is not present (never read); one whose
+    size or modification time is not what the index recorded was rewritten in place (or another
+    file renamed over it): its statistics describe other rows. An unknown time on either side
+    (an index from before times were recorded) counts as changed.
+    """
+    where = pc.index_in(loaded.paths, value_set=on_disk)
+    present = pc.is_valid(where).to_numpy(zero_copy_only=False)
+    if not len(listing):
+        return present, np.zeros(len(present), dtype=bool)
+    rows = pa.array(where.fill_null(0).to_numpy(zero_copy_only=False))
+    disk_size = pa.array([f.size for f in listing], pa.int64()).take(rows)
+    disk_mtime = pa.array([f.mtime_ns for f in listing], pa.int64()).take(rows)
+    same = pc.and_(
+        pc.equal(disk_size, loaded.files["size"].combine_chunks()),
+        pc.equal(disk_mtime, loaded.files["mtime"].combine_chunks()),
+    )
+    return present, present & ~pc.fill_null(same, False).to_numpy(zero_copy_only=False)
 
 
 def _merge_schemas(old: pa.Schema, new: pa.Schema) -> pa.Schema:
