@@ -26,6 +26,7 @@ __all__ = [
     "Coerced",
     "coerce_literal",
     "describe_type",
+    "is_binary_like",
     "is_comparable_type",
     "is_float_type",
     "is_string_like",
@@ -62,10 +63,23 @@ def is_float_type(t: pa.DataType) -> bool:
 
 
 def is_string_like(t: pa.DataType) -> bool:
+    """UTF-8 text: ``string``, ``large_string`` and ``string_view``, which compare as their bytes.
+
+    The one answer for the whole library. A dictionary type is not string-like itself: a caller that
+    accepts dictionary-encoded columns asks about ``t.value_type``.
+    """
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
 
 
-def _is_binary_like(t: pa.DataType) -> bool:
+def is_binary_like(t: pa.DataType) -> bool:
+    """Bytes compared bytewise (unsigned, shorter first on a common prefix): ``binary``,
+    ``large_binary``, ``binary_view`` and ``fixed_size_binary``.
+
+    The one answer for the whole library. Parquet's fixed-length byte arrays that are numbers
+    (decimals, float16) reach arrow as those types, so a ``fixed_size_binary`` column here holds
+    plain bytes. Extension types stored as fixed-size binary (``uuid``) are not binary-like, and a
+    dictionary type is not either: a caller that accepts one asks about ``t.value_type``.
+    """
     return (
         pa.types.is_binary(t)
         or pa.types.is_large_binary(t)
@@ -84,7 +98,7 @@ def is_comparable_type(t: pa.DataType) -> bool:
         or pa.types.is_date(t)
         or pa.types.is_timestamp(t)
         or is_string_like(t)
-        or _is_binary_like(t)
+        or is_binary_like(t)
     )
 
 
@@ -125,7 +139,7 @@ def coerce_literal(literal: Any, t: pa.DataType, column: str) -> Coerced:
             return _to_timestamp(literal, t, column)
         if is_string_like(t):
             return _to_string(literal, t, column)
-        if _is_binary_like(t):
+        if is_binary_like(t):
             return _to_binary(literal, t, column)
     except (ValueError, OverflowError, ArithmeticError, pa.ArrowException) as exc:
         if isinstance(exc, BindError):

@@ -1,15 +1,16 @@
 """SQL predicate text -> ``hudi_expr`` expression, through DuckDB's own parser.
 
-The predicate is parsed as ``SELECT * FROM t WHERE <sql>`` with ``json_serialize_sql`` and the
-WHERE node of the JSON syntax tree is walked. Only the JSON format of DuckDB major version
-``DUCKDB_MAJOR`` is understood; another major version refuses to import rather than guess.
+The predicate is parsed as ``SELECT * FROM t WHERE <sql>`` with ``json_serialize_sql``, and the
+WHERE node of the JSON syntax tree is translated by ``adapters.walker`` through this module's node
+accessors (``Walker``). Only the JSON format of DuckDB major version ``DUCKDB_MAJOR`` is understood;
+another major version refuses to import rather than guess.
 
-Soundness: a subtree that cannot be translated (a function of a column, arithmetic, a subquery, a
-non-prefix LIKE, a column compared with a column, ...) becomes TRUE ("may match") and its SQL text is
-reported in ``Translation.not_used``. NOT is pushed down while translating, so an untranslatable
-subtree under NOT is TRUE as well (never FALSE), and the negation of a translated comparison is its
-exact three-valued negation (``NOT (a > 5)`` is ``a <= 5``). A comparison with a NULL constant is
-never TRUE, negated or not, so it becomes FALSE in both polarities.
+Soundness is the walker's (see ``adapters.walker``): a subtree that cannot be translated (a function
+of a column, arithmetic, a subquery, a non-prefix LIKE, a column compared with a column, ...) becomes
+TRUE ("may match") and its SQL text is reported in ``Translation.not_used``; NOT is pushed down
+exactly, so an untranslatable subtree under NOT is TRUE as well (never FALSE); a comparison with a
+NULL constant is FALSE in both polarities. DuckDB's LIKE has no escape character unless ESCAPE is
+given (that form is not translated).
 
 Literals are evaluated by DuckDB itself (one query for all of them), so ``DATE '...'``,
 ``TIMESTAMPTZ '...+02'``, ``'NaN'::DOUBLE`` and ``CAST(1.55 AS DECIMAL(3,1))`` mean exactly what
@@ -31,27 +32,21 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from adapters import walker
 from adapters.translation import Translation
 from hudi_expr import (
-    AlwaysFalse,
-    AlwaysTrue,
-    And,
     EqualTo,
     Expression,
     GreaterThan,
     GreaterThanOrEqual,
     HudiExprError,
-    In,
-    IsNaN,
-    IsNotNull,
-    IsNull,
     LessThan,
     LessThanOrEqual,
     NotEqualTo,
-    Or,
     Reference,
-    StartsWith,
 )
+from hudi_expr.expressions import LiteralPredicate
+from hudi_expr.types import is_binary_like, is_string_like
 
 __all__ = [
     "DUCKDB_MAJOR",
@@ -99,10 +94,9 @@ def translate_sql(sql: str, table_aliases: Iterable[str] = ()) -> Translation:
     aliases = {table_aliases} if isinstance(table_aliases, str) else set(table_aliases)
     query = _PREFIX + sql
     where = _parse_where(sql, query)
-    walker = Walker(query.encode(), _strip_aliases({a.lower() for a in aliases}), _PREFIX_BYTES)
-    walker.evaluate_constants(where)
-    expr = walker.translate(where, negated=False)
-    return Translation(expr, tuple(dict.fromkeys(walker.not_used)))
+    nodes = Walker(query.encode(), _strip_aliases({a.lower() for a in aliases}), _PREFIX_BYTES)
+    nodes.evaluate_constants(where)
+    return walker.translation(nodes, [where])
 
 
 def _strip_aliases(aliases: set[str]) -> Callable[[list[str]], str | None]:
@@ -185,9 +179,9 @@ def _parse_where(sql: str, query: str) -> dict[str, Any]:
     return node["where_clause"]
 
 
-# ------------------------------------------------------------------------------------------ walker
+# ------------------------------------------------------------------------------------ accessors
 
-_COMPARISONS: dict[str, type[Expression]] = {
+_COMPARISONS: dict[str, type[LiteralPredicate]] = {
     "COMPARE_EQUAL": EqualTo,
     "COMPARE_NOTEQUAL": NotEqualTo,
     "COMPARE_LESSTHAN": LessThan,
@@ -195,36 +189,20 @@ _COMPARISONS: dict[str, type[Expression]] = {
     "COMPARE_GREATERTHAN": GreaterThan,
     "COMPARE_GREATERTHANOREQUALTO": GreaterThanOrEqual,
 }
-# ``5 < a`` is ``a > 5``.
-_FLIPPED = {
-    "COMPARE_EQUAL": "COMPARE_EQUAL",
-    "COMPARE_NOTEQUAL": "COMPARE_NOTEQUAL",
-    "COMPARE_LESSTHAN": "COMPARE_GREATERTHAN",
-    "COMPARE_LESSTHANOREQUALTO": "COMPARE_GREATERTHANOREQUALTO",
-    "COMPARE_GREATERTHAN": "COMPARE_LESSTHAN",
-    "COMPARE_GREATERTHANOREQUALTO": "COMPARE_LESSTHANOREQUALTO",
-    "COMPARE_DISTINCT_FROM": "COMPARE_DISTINCT_FROM",
-    "COMPARE_NOT_DISTINCT_FROM": "COMPARE_NOT_DISTINCT_FROM",
-}
+_DISTINCT = {"COMPARE_DISTINCT_FROM": True, "COMPARE_NOT_DISTINCT_FROM": False}
+_NULL_TESTS = {"OPERATOR_IS_NULL": True, "OPERATOR_IS_NOT_NULL": False}
 
-
-class _Untranslatable(Exception):
-    """Raised inside the walker for a subtree that must become TRUE."""
-
-
-class _Null:
-    """The value of a NULL constant."""
-
-
-_NULL = _Null()
+Node = dict[str, Any]
 
 
 class Walker:
     """Translates WHERE trees of one query; collects the text of the parts that were not used.
 
-    ``resolve`` maps the name parts of a column reference to a column path (None: not a column of
-    the table). Text before byte ``start`` of ``query`` is not the user's (a wrapping prefix).
-    Constants are evaluated in session time zone ``timezone``, as the query itself would be.
+    DuckDB's node accessors for ``adapters.walker`` (which does the translating), and the
+    evaluation of the constants in those trees. ``resolve`` maps the name parts of a column
+    reference to a column path (None: not a column of the table). Text before byte ``start`` of
+    ``query`` is not the user's (a wrapping prefix). Constants are evaluated in session time zone
+    ``timezone``, as the query itself would be.
     """
 
     def __init__(
@@ -239,19 +217,17 @@ class Walker:
         self.start = start
         self.timezone = timezone
         self.not_used: list[str] = []
-        # id(node) -> literal value (``_NULL`` for NULL); absent: not a usable constant.
+        # id(node) -> literal value (``NULL`` for NULL); absent: not a usable constant.
         self.constants: dict[int, Any] = {}
 
     # -- constants ------------------------------------------------------------------------------
 
-    def evaluate_constants(
-        self, root: dict[str, Any] | list[dict[str, Any]], parse: str | None = None
-    ) -> dict[str, Any] | None:
+    def evaluate_constants(self, root: Node | list[Node], parse: str | None = None) -> Node | None:
         """Evaluate every maximal constant subtree with DuckDB, in one query when possible.
 
         ``parse``: SQL text whose syntax tree (``serialize``) is returned, from the same query.
         """
-        found: list[dict[str, Any]] = []
+        found: list[Node] = []
         stack: list[Any] = [root]
         while stack:
             item = stack.pop()
@@ -291,137 +267,57 @@ class Walker:
 
     # -- translation ----------------------------------------------------------------------------
 
-    def translate(self, node: dict[str, Any], negated: bool) -> Expression:
+    def translate(self, node: Node, negated: bool) -> Expression:
         """The expression of ``node`` (of ``NOT node`` when ``negated``), TRUE where unknown."""
-        # An explicit stack keeps 10,000-term AND chains from hitting the recursion limit.
-        results: list[Expression] = []
-        stack: list[tuple[dict[str, Any], bool, bool]] = [(node, negated, False)]
-        while stack:
-            item, neg, expanded = stack.pop()
-            kind = item.get("type")
-            if kind in ("CONJUNCTION_AND", "CONJUNCTION_OR"):
-                children = item.get("children", [])
-                if not expanded:
-                    stack.append((item, neg, True))
-                    stack.extend((child, neg, False) for child in reversed(children))
-                    continue
-                parts = results[len(results) - len(children) :]
-                del results[len(results) - len(children) :]
-                is_and = (kind == "CONJUNCTION_AND") != neg  # De Morgan under NOT
-                results.append(And(*parts) if is_and else Or(*parts))
-            elif kind == "OPERATOR_NOT" and len(item.get("children", [])) == 1:
-                stack.append((item["children"][0], not neg, False))
-            else:
-                try:
-                    results.append(self._leaf(item, neg))
-                except _Untranslatable:
-                    self.not_used.append(self.source_text(item))
-                    results.append(AlwaysTrue())
-        return results[0]
+        return walker.translate(self, node, negated, self.not_used)
 
-    def _leaf(self, node: dict[str, Any], neg: bool) -> Expression:
+    def shape(self, node: Node) -> walker.Shape[Node] | None:
+        """The form of a JSON syntax tree node, for ``adapters.walker``."""
         kind = node.get("type")
         cls = node.get("class")
-        if cls == "COMPARISON" and kind in _FLIPPED:
-            return self._comparison(kind, node["left"], node["right"], neg)
-        if kind == "COMPARE_IN":
-            return self._in(node.get("children", []), neg)
-        if kind == "COMPARE_NOT_IN":
-            return self._in(node.get("children", []), not neg)
+        children = node.get("children", [])
+        if kind == "CONJUNCTION_AND":
+            return walker.Conjunction(children)
+        if kind == "CONJUNCTION_OR":
+            return walker.Disjunction(children)
+        if kind == "OPERATOR_NOT" and len(children) == 1:
+            return walker.Negation(children[0])
+        if cls == "COMPARISON" and kind in _COMPARISONS:
+            return walker.Comparison(_COMPARISONS[kind], node["left"], node["right"])
+        if cls == "COMPARISON" and kind in _DISTINCT:
+            return walker.DistinctFrom(node["left"], node["right"], distinct=_DISTINCT[kind])
+        if kind in ("COMPARE_IN", "COMPARE_NOT_IN"):
+            if len(children) < 2:
+                return None
+            return walker.InList(children[0], children[1:], negated=kind == "COMPARE_NOT_IN")
         if kind == "COMPARE_BETWEEN":
-            low = self._comparison("COMPARE_GREATERTHANOREQUALTO", node["input"], node["lower"], neg)
-            high = self._comparison("COMPARE_LESSTHANOREQUALTO", node["input"], node["upper"], neg)
-            return Or(low, high) if neg else And(low, high)
-        if kind in ("OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL") and len(node.get("children", [])) == 1:
-            ref = self._column(node["children"][0])
-            is_null = (kind == "OPERATOR_IS_NULL") != neg
-            return IsNull(ref) if is_null else IsNotNull(ref)
+            return walker.Between(node["input"], node["lower"], node["upper"])
+        if kind in _NULL_TESTS and len(children) == 1:
+            return walker.NullTest(children[0], is_null=_NULL_TESTS[kind])
         if cls == "FUNCTION":
-            return self._function(node, neg)
+            return _function(node)
         if cls == "COLUMN_REF":  # a boolean column: ``WHERE flag`` / ``WHERE NOT flag``
-            return EqualTo(self._column(node), not neg)
+            return walker.BooleanColumn(node)
         if id(node) in self.constants:
-            value = self.constants[id(node)]
-            if value is _NULL:
-                return AlwaysFalse()  # WHERE NULL and WHERE NOT NULL keep no row
-            if isinstance(value, bool):
-                return AlwaysTrue() if value != neg else AlwaysFalse()
-        raise _Untranslatable
+            return walker.Constant(node)
+        return None
 
-    def _comparison(self, kind: str, left: dict[str, Any], right: dict[str, Any], neg: bool) -> Expression:
-        if left.get("class") != "COLUMN_REF":
-            left, right, kind = right, left, _FLIPPED[kind]
-        ref = self._column(left)
-        value = self._literal(right)
-        if kind in ("COMPARE_DISTINCT_FROM", "COMPARE_NOT_DISTINCT_FROM"):
-            # IS [NOT] DISTINCT FROM is never NULL: its negation is the other one.
-            same = (kind == "COMPARE_NOT_DISTINCT_FROM") != neg
-            if value is _NULL:
-                return IsNull(ref) if same else IsNotNull(ref)
-            return EqualTo(ref, value) if same else Or(NotEqualTo(ref, value), IsNull(ref))
-        if value is _NULL:
-            return AlwaysFalse()  # NULL, and NOT NULL is NULL too
-        leaf = _COMPARISONS[kind](ref, value)  # type: ignore[call-arg]
-        return ~leaf if neg else leaf
-
-    def _in(self, children: list[dict[str, Any]], neg: bool) -> Expression:
-        if len(children) < 2:
-            raise _Untranslatable
-        ref = self._column(children[0])
-        values = [self._literal(child) for child in children[1:]]
-        kept = [v for v in values if v is not _NULL]
-        if neg and len(kept) < len(values):
-            return AlwaysFalse()  # a NOT IN (.., NULL) is never TRUE
-        expr = In(ref, kept)
-        return ~expr if neg else expr
-
-    def _function(self, node: dict[str, Any], neg: bool) -> Expression:
-        name = str(node.get("function_name", "")).lower()
-        if node.get("schema") or node.get("catalog") or node.get("filter") or node.get("distinct"):
-            raise _Untranslatable
-        args = [arg.get("expression", {}) for arg in node.get("arguments", [])]
-        if any(arg.get("name") for arg in node.get("arguments", [])):
-            raise _Untranslatable
-        if name == "isnan" and len(args) == 1:
-            leaf: Expression = IsNaN(self._column(args[0]))
-        elif name in ("starts_with", "prefix") and len(args) == 2:
-            ref = self._column(args[0])
-            prefix = self._literal(args[1])
-            if prefix is _NULL:
-                return AlwaysFalse()
-            if not isinstance(prefix, str):
-                raise _Untranslatable
-            leaf = StartsWith(ref, prefix)
-        elif name in ("~~", "!~~") and len(args) == 2:
-            ref = self._column(args[0])
-            pattern = self._literal(args[1])
-            if pattern is _NULL:
-                return AlwaysFalse()
-            if not isinstance(pattern, str):
-                raise _Untranslatable
-            leaf = _like(ref, pattern)
-            if name == "!~~":
-                neg = not neg
-        else:
-            raise _Untranslatable
-        return ~leaf if neg else leaf
-
-    # -- terms ----------------------------------------------------------------------------------
-
-    def _column(self, node: dict[str, Any]) -> Reference:
+    def column(self, node: Node) -> walker.Column:
+        """A column reference as a column path (``resolve`` drops a table alias)."""
         if node.get("class") != "COLUMN_REF":
-            raise _Untranslatable
+            raise walker.Untranslatable
         path = self.resolve([str(p) for p in node.get("column_names", [])])
         if path is None:
-            raise _Untranslatable
-        return Reference(path)
+            raise walker.Untranslatable
+        return walker.Column(Reference(path))
 
-    def _literal(self, node: dict[str, Any]) -> Any:
+    def literal(self, node: Node) -> Any:
+        """The value of a constant node, as evaluated by ``evaluate_constants``."""
         if id(node) not in self.constants:
-            raise _Untranslatable
+            raise walker.Untranslatable
         return self.constants[id(node)]
 
-    def source_text(self, node: dict[str, Any]) -> str:
+    def source_text(self, node: Node) -> str:
         """The SQL text a node came from (the span of every located node inside it)."""
         start, end = _NO_LOCATION, -1
         stack: list[Any] = [node]
@@ -440,14 +336,21 @@ class Walker:
         return self.query[start:end].decode(errors="replace")
 
 
-def _like(ref: Reference, pattern: str) -> Expression:
-    """``ref LIKE pattern`` when it is an equality or a prefix test (DuckDB's LIKE has no escape)."""
-    if "%" not in pattern and "_" not in pattern:
-        return EqualTo(ref, pattern)
-    prefix = pattern.rstrip("%")
-    if "%" in prefix or "_" in prefix:
-        raise _Untranslatable
-    return StartsWith(ref, prefix) if prefix else IsNotNull(ref)
+def _function(node: Node) -> walker.Shape[Node] | None:
+    """isnan, starts_with (prefix) and LIKE (``~~``, NOT LIKE ``!~~``: no escape in DuckDB)."""
+    if node.get("schema") or node.get("catalog") or node.get("filter") or node.get("distinct"):
+        return None
+    if any(arg.get("name") for arg in node.get("arguments", [])):
+        return None
+    name = str(node.get("function_name", "")).lower()
+    args = [arg.get("expression", {}) for arg in node.get("arguments", [])]
+    if name == "isnan" and len(args) == 1:
+        return walker.NanTest(args[0])
+    if name in ("starts_with", "prefix") and len(args) == 2:
+        return walker.PrefixTest(args[0], args[1])
+    if name in ("~~", "!~~") and len(args) == 2:
+        return walker.LikeTest(args[0], args[1], escape=None, negated=name == "!~~")
+    return None
 
 
 # ------------------------------------------------------------------------------------- constants
@@ -480,7 +383,7 @@ def _plain_constant(node: dict[str, Any]) -> Any:
     if kind == "STRING":
         return text
     if kind == "NULL_LITERAL":
-        return _NULL
+        return walker.NULL
     if kind == "BOOLEAN" and text in ("true", "false"):
         return text == "true"
     if kind == "INTEGER" and text.lstrip("-").isdigit():
@@ -530,7 +433,7 @@ def is_utc(timezone: str) -> bool:
 def _evaluate(
     nodes: list[dict[str, Any]], timezone: str = "UTC", parse: str | None = None
 ) -> tuple[list[Any], dict[str, Any] | None]:
-    """Evaluate constant nodes in one ``SELECT``; each value as a literal (``_NULL`` for NULL).
+    """Evaluate constant nodes in one ``SELECT``; each value as a literal (``walker.NULL`` for NULL).
 
     With ``parse``, the syntax tree of that SQL text comes back from the same query (a round trip
     to DuckDB costs more than either).
@@ -580,7 +483,7 @@ def _to_literal(scalar: pa.Scalar) -> Any:
     """A DuckDB-typed scalar as a ``hudi_expr`` literal; ``None`` when it has no literal form."""
     t = scalar.type
     if not scalar.is_valid:
-        return _NULL
+        return walker.NULL
     if pa.types.is_timestamp(t):
         if t.unit == "ns":
             return scalar  # Python datetimes lack nanoseconds
@@ -593,10 +496,8 @@ def _to_literal(scalar: pa.Scalar) -> Any:
         pa.types.is_boolean(t)
         or pa.types.is_integer(t)
         or pa.types.is_decimal(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
+        or is_string_like(t)
+        or is_binary_like(t)
         or pa.types.is_date(t)
         or pa.types.is_time(t)
     ):

@@ -2,14 +2,15 @@
 
 A Column is resolved and optimized by Spark itself (against an empty DataFrame of the table's
 schema), a DataFrame's filters are read from its optimized plan, so Spark has already folded
-constants, parsed SQL text literals in the session time zone and unwrapped casts it could; this
-module only walks the result.
+constants, parsed SQL text literals in the session time zone and unwrapped casts it could; the
+result is translated by ``adapters.walker`` through this module's node accessors (``_Nodes``).
 
-Soundness, as in ``adapters.duckdb.parse``: a subtree that cannot be translated (a function of a
-column, arithmetic, a UDF, a column compared with a column, a non-binary string collation, ...)
-becomes TRUE and its SQL text is reported in ``Translation.not_used``. NOT is pushed down while
-walking, so an untranslatable subtree under NOT is TRUE too, and a translated comparison is negated
-exactly under three-valued logic. A comparison with a NULL literal is FALSE in both polarities.
+Soundness is the walker's (see ``adapters.walker``): a subtree that cannot be translated (a function
+of a column, arithmetic, a UDF, a column compared with a column, a non-binary string collation, ...)
+becomes TRUE and its SQL text is reported in ``Translation.not_used``; NOT is pushed down exactly,
+so an untranslatable subtree under NOT is TRUE too; a comparison with a NULL literal is FALSE in
+both polarities. A float column widened to double is marked ``float_as_double``, and the walker
+places double literals between floats as Spark compares them.
 
 Spark's float semantics are the ones ``hudi_expr`` assumes (NaN = NaN, NaN above +inf, -0.0 = 0.0),
 so ``d > 5`` keeps files that may hold NaN without rewriting here. Timestamp literals are UTC
@@ -25,30 +26,23 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from adapters import walker
 from adapters.translation import Translation
 from hudi_expr import (
     AlwaysFalse,
     AlwaysTrue,
-    And,
     EqualTo,
-    Expression,
     GreaterThan,
     GreaterThanOrEqual,
-    In,
-    IsNaN,
-    IsNotNull,
-    IsNull,
     LessThan,
     LessThanOrEqual,
     NotEqualTo,
-    Or,
     Reference,
-    StartsWith,
 )
+from hudi_expr.expressions import LiteralPredicate
 
 __all__ = [
     "FileScan",
@@ -80,9 +74,8 @@ def translate_column(spark: SparkSession, column: Column, schema: StructType) ->
     if class_name(path[-1]) == "LocalRelation":
         return Translation(AlwaysFalse(), ())  # the condition is never TRUE
     ids = frozenset(int(a.exprId().id()) for a in _seq(path[-1].output()))
-    walker = _Walker(ids)
-    parts = [walker.translate(node.condition()) for node in path if class_name(node) == "Filter"]
-    return Translation(And(*parts), tuple(dict.fromkeys(walker.not_used)))
+    conditions = [node.condition() for node in path if class_name(node) == "Filter"]
+    return walker.translation(_Nodes(ids), conditions)
 
 
 def _empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
@@ -106,17 +99,13 @@ def translate_plan(df: DataFrame) -> Translation:
     scan = file_scan(df)
     if scan is None:
         return Translation(AlwaysTrue(), ("the plan does not read exactly one file relation",))
-    walker = _Walker(scan.attribute_ids)
-    parts = [walker.translate(c) for c in (*scan.conditions, *scan.scan_filters)]
-    return Translation(And(*parts), tuple(dict.fromkeys(walker.not_used)))
+    return walker.translation(_Nodes(scan.attribute_ids), (*scan.conditions, *scan.scan_filters))
 
 
 def translate_expression(node: JavaObject, attribute_ids: frozenset[int] | None = None) -> Translation:
     """Translate one resolved Catalyst expression; ``attribute_ids`` limits the usable columns
     to those attributes (exprIds of the scanned relation), None allows every attribute."""
-    walker = _Walker(attribute_ids)
-    expr = walker.translate(node)
-    return Translation(expr, tuple(dict.fromkeys(walker.not_used)))
+    return walker.translation(_Nodes(attribute_ids), [node])
 
 
 # ------------------------------------------------------------------------------------ plan shape
@@ -196,30 +185,10 @@ def _scan_filters(df: DataFrame) -> tuple[JavaObject, ...]:
     return ()
 
 
-# ---------------------------------------------------------------------------------------- walker
+# ------------------------------------------------------------------------------------ accessors
 
-
-class _Untranslatable(Exception):
-    """Raised inside the walker for a subtree that must become TRUE."""
-
-
-class _Null:
-    """The value of a NULL literal."""
-
-
-_NULL = _Null()
-
-# ``5 < a`` is ``a > 5``.
-_FLIPPED = {
-    "EqualTo": "EqualTo",
-    "EqualNullSafe": "EqualNullSafe",
-    "LessThan": "GreaterThan",
-    "LessThanOrEqual": "GreaterThanOrEqual",
-    "GreaterThan": "LessThan",
-    "GreaterThanOrEqual": "LessThanOrEqual",
-}
 # Each comparison and its exact three-valued negation (Spark orders NaN too, so NOT a < v is a >= v).
-_COMPARISONS: dict[str, tuple[type[Expression], type[Expression]]] = {
+_COMPARISONS: dict[str, tuple[type[LiteralPredicate], type[LiteralPredicate]]] = {
     "EqualTo": (EqualTo, NotEqualTo),
     "LessThan": (LessThan, GreaterThanOrEqual),
     "LessThanOrEqual": (LessThanOrEqual, GreaterThan),
@@ -229,150 +198,83 @@ _COMPARISONS: dict[str, tuple[type[Expression], type[Expression]]] = {
 
 
 @dataclass(frozen=True)
-class _Term:
-    """A column path and, when reached through a widening cast, whether it is float -> double."""
+class _SetValue:
+    """One value of an ``InSet`` (a Catalyst internal value, not a node) and its type."""
 
-    ref: Reference
-    float_to_double: bool = False
+    value: Any
+    data_type: JavaObject
 
 
-class _Walker:
-    """Translates Catalyst trees; collects the SQL text of the parts that were not used."""
+class _Nodes:
+    """Catalyst's node accessors for ``adapters.walker``; ``attribute_ids`` limits the usable
+    columns to those attributes (exprIds of the scanned relation), None allows every attribute."""
 
     def __init__(self, attribute_ids: frozenset[int] | None = None) -> None:
         self.attribute_ids = attribute_ids
-        self.not_used: list[str] = []
 
-    def translate(self, node: JavaObject, negated: bool = False) -> Expression:
-        """The expression of ``node`` (of ``NOT node`` when ``negated``), TRUE where unknown."""
-        # An explicit stack: a 10,000-term AND chain must not hit Python's recursion limit.
-        results: list[Expression] = []
-        stack: list[tuple[JavaObject, bool, bool]] = [(node, negated, False)]
-        while stack:
-            item, neg, expanded = stack.pop()
-            kind = class_name(item)
-            if kind in ("And", "Or"):
-                if not expanded:
-                    stack.append((item, neg, True))
-                    stack.append((item.right(), neg, False))
-                    stack.append((item.left(), neg, False))
-                    continue
-                right, left = results.pop(), results.pop()
-                is_and = (kind == "And") != neg  # De Morgan under NOT
-                results.append(And(left, right) if is_and else Or(left, right))
-            elif kind == "Not":
-                stack.append((item.child(), not neg, False))
-            else:
-                try:
-                    results.append(self._leaf(kind, item, neg))
-                except _Untranslatable:
-                    self.not_used.append(_sql(item))
-                    results.append(AlwaysTrue())
-        return results[0]
-
-    def _leaf(self, kind: str, node: JavaObject, neg: bool) -> Expression:
-        if kind in _FLIPPED:
-            return self._comparison(kind, node.left(), node.right(), neg)
+    def shape(self, node: JavaObject) -> walker.Shape[JavaObject] | None:
+        """The form of a Catalyst expression, for ``adapters.walker``."""
+        kind = class_name(node)
+        if kind == "And":
+            return walker.Conjunction((node.left(), node.right()))
+        if kind == "Or":
+            return walker.Disjunction((node.left(), node.right()))
+        if kind == "Not":
+            return walker.Negation(node.child())
+        if kind in _COMPARISONS:
+            op, negation = _COMPARISONS[kind]
+            return walker.Comparison(op, node.left(), node.right(), negation)
+        if kind == "EqualNullSafe":  # <=>
+            return walker.DistinctFrom(node.left(), node.right(), distinct=False)
         if kind == "In":
-            items = _seq(node.list())
-            return self._in(node.value(), [_literal(i) for i in items], neg)
+            return walker.InList(node.value(), _seq(node.list()))
         if kind == "InSet":
-            return self._in(node.child(), [_value(v, node.child().dataType()) for v in _set(node)], neg)
+            data_type = node.child().dataType()
+            return walker.InList(node.child(), [_SetValue(v, data_type) for v in _set(node)])
         if kind in ("IsNull", "IsNotNull"):
-            term = self._term(node.child())
-            return IsNull(term.ref) if (kind == "IsNull") != neg else IsNotNull(term.ref)
-        if kind == "IsNaN":
-            leaf = IsNaN(self._term(node.child()).ref)  # isnan(NULL) is FALSE: NOT isnan keeps NULL
-            return ~leaf if neg else leaf
+            return walker.NullTest(node.child(), is_null=kind == "IsNull")
+        if kind == "IsNaN":  # isnan(NULL) is FALSE: NOT isnan keeps NULL
+            return walker.NanTest(node.child())
         if kind == "StartsWith":
-            term = self._term(node.left())
-            prefix = _literal(node.right())
-            if prefix is _NULL:
-                return AlwaysFalse()
-            if not isinstance(prefix, str) or term.float_to_double:
-                raise _Untranslatable
-            starts = StartsWith(term.ref, prefix)
-            return ~starts if neg else starts
+            return walker.PrefixTest(node.left(), node.right())
         if kind == "Like":
-            like = _like(self._term(node.left()), _literal(node.right()), str(node.escapeChar()))
-            return ~like if neg else like
+            return walker.LikeTest(node.left(), node.right(), escape=str(node.escapeChar()))
         if kind == "Literal":
-            value = _literal(node)
-            if value is _NULL:
-                return AlwaysFalse()  # WHERE NULL and WHERE NOT NULL keep no row
-            if isinstance(value, bool):
-                return AlwaysTrue() if value != neg else AlwaysFalse()
-            raise _Untranslatable
+            return walker.Constant(node)
         if _type_sql(node) == "BOOLEAN":  # a boolean column: ``WHERE flag`` / ``WHERE NOT flag``
-            return EqualTo(self._term(node).ref, not neg)
-        raise _Untranslatable
+            return walker.BooleanColumn(node)
+        return None
 
-    def _comparison(self, kind: str, left: JavaObject, right: JavaObject, neg: bool) -> Expression:
-        if class_name(left) == "Literal" or left.foldable():
-            left, right, kind = right, left, _FLIPPED[kind]
-        term = self._term(left)
-        value = _literal(right)
-        if kind == "EqualNullSafe":
-            # <=> is never NULL: its negation is "distinct from", which NULL rows satisfy.
-            if value is _NULL:
-                return IsNotNull(term.ref) if neg else IsNull(term.ref)
-            if neg:
-                return Or(_compare(NotEqualTo, term, value), IsNull(term.ref))
-            return _compare(EqualTo, term, value)
-        if value is _NULL:
-            return AlwaysFalse()  # NULL, and NOT NULL is NULL too
-        positive, negative = _COMPARISONS[kind]
-        return _compare(negative if neg else positive, term, value)
-
-    def _in(self, child: JavaObject, values: list[Any], neg: bool) -> Expression:
-        term = self._term(child)
-        kept = [v for v in values if v is not _NULL]
-        if neg and len(kept) < len(values):
-            return AlwaysFalse()  # a NOT IN (.., NULL) is never TRUE
-        if term.float_to_double:
-            # A double no float equals is never matched (and NOT IN is TRUE for it): drop it.
-            kept = [float(v) for v in kept if _float32_exact(v)]
-        expr = In(term.ref, kept)
-        return ~expr if neg else expr
-
-    def _term(self, node: JavaObject) -> _Term:
+    def column(self, node: JavaObject) -> walker.Column:
         """The column path of an attribute, a struct field of one, or a widening cast of those."""
         kind = class_name(node)
         if not _plain_type(node):
-            raise _Untranslatable  # collated strings do not compare as UTF-8 bytes
+            raise walker.Untranslatable  # collated strings do not compare as UTF-8 bytes
         if kind == "Cast":
-            return _widened(self._term(node.child()), node.child().dataType(), node.dataType())
+            return _widened(self.column(node.child()), node.child().dataType(), node.dataType())
         if kind == "AttributeReference":
             if self.attribute_ids is not None and int(node.exprId().id()) not in self.attribute_ids:
-                raise _Untranslatable  # not a column of the scanned relation (an alias, say)
-            return _Term(Reference(str(node.name())))
+                raise walker.Untranslatable  # not a column of the scanned relation (an alias, say)
+            return walker.Column(Reference(str(node.name())))
         if kind == "GetStructField":
-            parent = self._term(node.child())
-            if parent.float_to_double:
-                raise _Untranslatable
-            return _Term(Reference(f"{parent.ref.name}.{node.extractFieldName()}"))
-        raise _Untranslatable
+            parent = self.column(node.child())
+            if parent.float_as_double:
+                raise walker.Untranslatable
+            return walker.Column(Reference(f"{parent.ref.name}.{node.extractFieldName()}"))
+        raise walker.Untranslatable
 
+    def literal(self, node: JavaObject) -> Any:
+        """The Python value of a Catalyst constant (``walker.NULL`` for NULL)."""
+        if isinstance(node, _SetValue):
+            return _value(node.value, node.data_type)
+        return _literal(node)
 
-def _like(term: _Term, pattern: Any, escape: str) -> Expression:
-    """``LIKE pattern`` when it is an equality or a prefix test, else untranslatable."""
-    if pattern is _NULL or not isinstance(pattern, str) or term.float_to_double:
-        raise _Untranslatable  # NULL patterns are folded by Spark before they get here
-    text, chars = [], iter(pattern)
-    for ch in chars:
-        if ch == escape:
-            nxt = next(chars, None)
-            if nxt is None:
-                raise _Untranslatable  # Spark rejects a trailing escape at run time
-            text.append(nxt)
-        elif ch == "_" or (ch == "%" and any(c != "%" for c in chars)):
-            raise _Untranslatable  # a wildcard before the end
-        elif ch == "%":
-            prefix = "".join(text)
-            return StartsWith(term.ref, prefix) if prefix else IsNotNull(term.ref)
-        else:
-            text.append(ch)
-    return EqualTo(term.ref, "".join(text))
+    def source_text(self, node: JavaObject) -> str:
+        """The SQL text of an expression (its string form when it has none)."""
+        try:
+            return str(node.sql())
+        except Exception:  # some expressions (Python UDFs, subqueries) have no SQL form
+            return str(node.toString())
 
 
 # ----------------------------------------------------------------------------------------- casts
@@ -382,61 +284,30 @@ _INTEGER_BITS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
 _FLOAT_MANTISSA = {"FLOAT": 24, "DOUBLE": 53}
 
 
-def _widened(term: _Term, source: JavaObject, target: JavaObject) -> _Term:
-    """``term`` seen through a cast that is exact and order-preserving, else untranslatable.
+def _widened(column: walker.Column, source: JavaObject, target: JavaObject) -> walker.Column:
+    """``column`` seen through a cast that is exact and order-preserving, else untranslatable.
 
     Integer -> wider integer, integer -> float/double/decimal that holds every value exactly, and
-    float -> double. Only float -> double changes how literals must be read (see ``_compare``).
+    float -> double. Only float -> double changes how literals must be read (``float_as_double``).
     """
     src, dst = source.sql(), target.sql()
-    if term.float_to_double:
-        raise _Untranslatable
+    if column.float_as_double:
+        raise walker.Untranslatable
     if src in _INTEGER_BITS:
         if dst in _INTEGER_BITS and _INTEGER_BITS[dst] >= _INTEGER_BITS[src]:
-            return term
+            return column
         if dst in _FLOAT_MANTISSA and _FLOAT_MANTISSA[dst] > _INTEGER_BITS[src]:
-            return term  # every value fits the mantissa: the cast is exact
+            return column  # every value fits the mantissa: the cast is exact
         if (
             class_name(target) == "DecimalType"
             and target.precision() - target.scale() >= _INTEGER_DIGITS[src]
         ):
-            return term
+            return column
     if src == "FLOAT" and dst == "DOUBLE":
-        return _Term(term.ref, float_to_double=True)
+        return walker.Column(column.ref, float_as_double=True)
     if src == dst:
-        return term
-    raise _Untranslatable
-
-
-def _float32_exact(value: Any) -> bool:
-    """Whether a double equals some float32 (NaN does: Spark's NaN = NaN)."""
-    if not isinstance(value, float):
-        return False
-    with np.errstate(over="ignore"):  # beyond the float range: inf, which differs from value
-        return value != value or float(np.float32(value)) == value
-
-
-def _compare(op: type[Expression], term: _Term, value: Any) -> Expression:
-    """``op(column, value)``, reading a double literal against a float column cast to double.
-
-    ``hudi_expr`` rounds a literal to the column's precision (DuckDB's way); Spark compares the
-    widened float with the exact double, so a double between two floats must be placed here.
-    """
-    if not term.float_to_double or not isinstance(value, float) or _float32_exact(value):
-        return op(term.ref, value)  # type: ignore[call-arg]
-    with np.errstate(over="ignore"):
-        near = np.float32(value)
-        if float(near) < value:
-            low, high = near, np.nextafter(near, np.float32(np.inf))
-        else:
-            low, high = np.nextafter(near, np.float32(-np.inf)), near
-    if op is EqualTo:
-        return AlwaysFalse()  # no float equals it
-    if op is NotEqualTo:
-        return IsNotNull(term.ref)  # every float differs from it
-    if op in (LessThan, LessThanOrEqual):
-        return LessThanOrEqual(term.ref, float(low))
-    return GreaterThanOrEqual(term.ref, float(high))
+        return column
+    raise walker.Untranslatable
 
 
 # -------------------------------------------------------------------------------------- literals
@@ -447,22 +318,22 @@ _EPOCH_DATE = dt.date(1970, 1, 1)
 
 
 def _literal(node: JavaObject) -> Any:
-    """The Python value of a Catalyst constant (``_NULL`` for NULL); others are untranslatable."""
+    """The Python value of a Catalyst constant (``walker.NULL`` for NULL); others are untranslatable."""
     if class_name(node) == "Literal":
         return _value(node.value(), node.dataType())
     if node.foldable() and node.deterministic():  # a constant Spark has not folded yet (analyzed)
         try:
             value = node.eval(None)
         except Exception:  # e.g. an ANSI cast error: leave the comparison unused
-            raise _Untranslatable from None
+            raise walker.Untranslatable from None
         return _value(value, node.dataType())
-    raise _Untranslatable
+    raise walker.Untranslatable
 
 
 def _value(value: Any, data_type: JavaObject) -> Any:
     """A Catalyst internal value of ``data_type`` as a ``hudi_expr`` literal."""
     if value is None:
-        return _NULL
+        return walker.NULL
     kind = data_type.sql()
     try:
         if kind == "STRING":
@@ -484,8 +355,8 @@ def _value(value: Any, data_type: JavaObject) -> Any:
         if kind == "TIMESTAMP_NTZ":
             return _EPOCH_NTZ + dt.timedelta(microseconds=int(value))
     except OverflowError:
-        raise _Untranslatable from None  # a year Python cannot hold
-    raise _Untranslatable
+        raise walker.Untranslatable from None  # a year Python cannot hold
+    raise walker.Untranslatable
 
 
 def _decimal(value: JavaObject, scale: int) -> decimal.Decimal:
@@ -501,13 +372,6 @@ def _decimal(value: JavaObject, scale: int) -> decimal.Decimal:
 def class_name(node: JavaObject) -> str:
     """The simple class name of a JVM object (``Filter``, ``GreaterThan``, ...)."""
     return str(node.getClass().getSimpleName())
-
-
-def _sql(node: JavaObject) -> str:
-    try:
-        return str(node.sql())
-    except Exception:  # some expressions (Python UDFs, subqueries) have no SQL form
-        return str(node.toString())
 
 
 def _type_sql(node: JavaObject) -> str:

@@ -1,0 +1,446 @@
+"""One translation walker for every engine adapter: an engine's filter tree -> ``hudi_expr``.
+
+An engine adapter only reads its own node format, through ``NodeAccessors``: the ``shape`` of a
+node (which of the forms below it is, with its operands), a node read as a ``column``, a node read
+as a ``literal``, and a node's ``source_text``. Everything that does not depend on the engine is
+decided here, once, for all engines:
+
+- An untranslatable part (``shape`` gives None, or an accessor raises ``Untranslatable``) becomes
+  TRUE ("may match") and its text goes to ``not_used``: the translation keeps every row the filter
+  keeps, never fewer.
+- NOT is pushed down while walking (De Morgan), and a translated leaf is negated exactly under
+  three-valued logic, so ``NOT (untranslatable)`` is TRUE as well, never FALSE.
+- A comparison with NULL is never TRUE, negated or not: FALSE in both polarities. ``x IN (..,
+  NULL)`` is ``x IN (..)``, and ``x NOT IN (.., NULL)`` is never TRUE.
+- ``IS [NOT] DISTINCT FROM`` is never NULL: its negation is the other one.
+- ``LIKE`` is an equality or a prefix test only when its escape rules make it one.
+
+The walk keeps its own stack: a 10,000-term AND chain or a 10,000-deep NOT never reaches Python's
+recursion limit. No engine is imported here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from adapters import widening
+from hudi_expr import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    EqualTo,
+    Expression,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNaN,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    NotEqualTo,
+    Or,
+    Reference,
+    StartsWith,
+)
+from hudi_expr.expressions import LiteralPredicate
+from hudi_expr.translation import Translation
+
+__all__ = [
+    "NULL",
+    "Between",
+    "BooleanColumn",
+    "Column",
+    "Comparison",
+    "Conjunction",
+    "Constant",
+    "Disjunction",
+    "DistinctFrom",
+    "InList",
+    "LikeTest",
+    "NanTest",
+    "Negation",
+    "NodeAccessors",
+    "NullTest",
+    "PrefixTest",
+    "Shape",
+    "Untranslatable",
+    "like",
+    "translate",
+    "translation",
+]
+
+N = TypeVar("N")
+
+
+class Untranslatable(Exception):
+    """Raised by an accessor for a node the walker must treat as unknown (TRUE, and not used)."""
+
+
+class _Null:
+    """The type of ``NULL``."""
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = _Null()
+"""What ``NodeAccessors.literal`` returns for a NULL constant (None is no marker: it is a value)."""
+
+
+@dataclass(slots=True)
+class Column:
+    """A column as the engine's filter reads it.
+
+    ``float_as_double``: a float32 column that the engine compares in double precision (through an
+    exact float -> double cast), so a double literal is placed between two floats rather than
+    rounded to one the way ``hudi_expr`` reads it.
+    """
+
+    ref: Reference
+    float_as_double: bool = False
+
+
+# ------------------------------------------------------------------------------------ node shapes
+# What ``NodeAccessors.shape`` returns: the forms the walker knows, with the engine's own nodes as
+# operands. Operands read as columns or literals go through ``column`` and ``literal``.
+
+
+@dataclass(slots=True)
+class Conjunction(Generic[N]):
+    """``c1 AND c2 AND ...``."""
+
+    children: Sequence[N]
+
+
+@dataclass(slots=True)
+class Disjunction(Generic[N]):
+    """``c1 OR c2 OR ...``."""
+
+    children: Sequence[N]
+
+
+@dataclass(slots=True)
+class Negation(Generic[N]):
+    """``NOT child``."""
+
+    child: N
+
+
+@dataclass(slots=True)
+class Comparison(Generic[N]):
+    """``left op right``, one side a column and the other a literal (``5 < a`` is ``a > 5``).
+
+    ``op`` is one of EqualTo, NotEqualTo, LessThan, LessThanOrEqual, GreaterThan,
+    GreaterThanOrEqual. ``negation``: what ``NOT (column op literal)`` is in the engine, when the
+    engine states it; by default the exact three-valued negation ``hudi_expr`` uses (``NOT a < v``
+    is ``a >= v``: NaN ordered above every number, as in DuckDB and Spark).
+    """
+
+    op: type[LiteralPredicate]
+    left: N
+    right: N
+    negation: type[LiteralPredicate] | None = None
+
+
+@dataclass(slots=True)
+class DistinctFrom(Generic[N]):
+    """``left IS DISTINCT FROM right`` (``distinct``) or ``IS NOT DISTINCT FROM`` (Spark's ``<=>``)."""
+
+    left: N
+    right: N
+    distinct: bool
+
+
+@dataclass(slots=True)
+class Between(Generic[N]):
+    """``value BETWEEN low AND high``."""
+
+    value: N
+    low: N
+    high: N
+
+
+@dataclass(slots=True)
+class InList(Generic[N]):
+    """``value IN (items)``, or ``NOT IN`` when ``negated``."""
+
+    value: N
+    items: Sequence[N]
+    negated: bool = False
+
+
+@dataclass(slots=True)
+class NullTest(Generic[N]):
+    """``operand IS NULL`` (``is_null``) or ``IS NOT NULL``."""
+
+    operand: N
+    is_null: bool
+
+
+@dataclass(slots=True)
+class NanTest(Generic[N]):
+    """``isnan(operand)``: FALSE for NULL."""
+
+    operand: N
+
+
+@dataclass(slots=True)
+class PrefixTest(Generic[N]):
+    """``starts_with(operand, prefix)``."""
+
+    operand: N
+    prefix: N
+
+
+@dataclass(slots=True)
+class LikeTest(Generic[N]):
+    """``operand LIKE pattern`` (``NOT LIKE`` when ``negated``); ``escape`` is the engine's escape
+    character for this LIKE (None: the pattern has none)."""
+
+    operand: N
+    pattern: N
+    escape: str | None = None
+    negated: bool = False
+
+
+@dataclass(slots=True)
+class Constant(Generic[N]):
+    """A constant used as the whole condition (``WHERE TRUE``, ``WHERE NULL``), read by ``literal``."""
+
+    node: N
+
+
+@dataclass(slots=True)
+class BooleanColumn(Generic[N]):
+    """A boolean column used as the whole condition (``WHERE flag``), read by ``column``."""
+
+    node: N
+
+
+Shape = (
+    Conjunction[N]
+    | Disjunction[N]
+    | Negation[N]
+    | Comparison[N]
+    | DistinctFrom[N]
+    | Between[N]
+    | InList[N]
+    | NullTest[N]
+    | NanTest[N]
+    | PrefixTest[N]
+    | LikeTest[N]
+    | Constant[N]
+    | BooleanColumn[N]
+)
+
+
+class NodeAccessors(Protocol[N]):
+    """What an engine adapter supplies: how to read its nodes. Nothing else is engine-specific."""
+
+    def shape(self, node: N) -> Shape[N] | None:
+        """The form of ``node`` with its operands; None when it is none of the known forms."""
+        ...
+
+    def column(self, node: N) -> Column:
+        """``node`` as a column of the table; raises ``Untranslatable`` when it is not one."""
+        ...
+
+    def literal(self, node: N) -> Any:
+        """``node`` as a ``hudi_expr`` literal (``NULL`` for NULL); raises ``Untranslatable`` when it
+        is not a constant the engine's value can be known for."""
+        ...
+
+    def source_text(self, node: N) -> str:
+        """The text ``node`` came from, reported in ``not_used`` when it is not translated."""
+        ...
+
+
+# ----------------------------------------------------------------------------------------- walk
+
+
+def translation(nodes: NodeAccessors[N], roots: Iterable[N]) -> Translation:
+    """The conjunction of ``roots`` and the text of each part not used (once, first seen first)."""
+    not_used: list[str] = []
+    expr = And(*[translate(nodes, root, not_used=not_used) for root in roots])
+    return Translation(expr, tuple(dict.fromkeys(not_used)))
+
+
+def translate(
+    nodes: NodeAccessors[N], root: N, negated: bool = False, not_used: list[str] | None = None
+) -> Expression:
+    """The expression of ``root`` (of ``NOT root`` when ``negated``), TRUE where unknown.
+
+    The source text of each untranslated part is appended to ``not_used``.
+    """
+    results: list[Expression] = []
+    # (node, negated, its junction once its children are on the stack)
+    stack: list[tuple[N, bool, Conjunction[N] | Disjunction[N] | None]] = [(root, negated, None)]
+    while stack:
+        node, neg, junction = stack.pop()
+        if junction is not None:
+            count = len(junction.children)
+            parts = results[len(results) - count :]
+            del results[len(results) - count :]
+            is_and = isinstance(junction, Conjunction) != neg  # De Morgan under NOT
+            results.append(And(*parts) if is_and else Or(*parts))
+            continue
+        shape = nodes.shape(node)
+        if isinstance(shape, (Conjunction, Disjunction)):
+            stack.append((node, neg, shape))
+            stack.extend((child, neg, None) for child in reversed(shape.children))
+        elif isinstance(shape, Negation):
+            stack.append((shape.child, not neg, None))
+        else:
+            try:
+                if shape is None:
+                    raise Untranslatable
+                results.append(_leaf(nodes, shape, neg))
+            except Untranslatable:
+                if not_used is not None:
+                    not_used.append(nodes.source_text(node))
+                results.append(AlwaysTrue())
+    return results[0]
+
+
+def _leaf(nodes: NodeAccessors[N], shape: Shape[N], neg: bool) -> Expression:
+    """The expression of one leaf form (of its negation when ``neg``); may raise Untranslatable."""
+    if isinstance(shape, Comparison):
+        return _comparison(nodes, shape, neg)
+    if isinstance(shape, DistinctFrom):
+        return _distinct(nodes, shape, neg)
+    if isinstance(shape, Between):
+        low = _comparison(nodes, Comparison(GreaterThanOrEqual, shape.value, shape.low), neg)
+        high = _comparison(nodes, Comparison(LessThanOrEqual, shape.value, shape.high), neg)
+        return Or(low, high) if neg else And(low, high)
+    if isinstance(shape, InList):
+        return _in(nodes, shape, neg != shape.negated)
+    if isinstance(shape, NullTest):
+        ref = nodes.column(shape.operand).ref
+        return IsNull(ref) if shape.is_null != neg else IsNotNull(ref)
+    leaf: Expression
+    if isinstance(shape, NanTest):
+        leaf = IsNaN(nodes.column(shape.operand).ref)
+    elif isinstance(shape, PrefixTest):
+        column = nodes.column(shape.operand)
+        prefix = nodes.literal(shape.prefix)
+        if prefix is NULL:
+            return AlwaysFalse()  # NULL, and NOT NULL is NULL too
+        if not isinstance(prefix, str) or column.float_as_double:
+            raise Untranslatable
+        leaf = StartsWith(column.ref, prefix)
+    elif isinstance(shape, LikeTest):
+        column = nodes.column(shape.operand)
+        pattern = nodes.literal(shape.pattern)
+        if pattern is NULL:
+            return AlwaysFalse()
+        if not isinstance(pattern, str) or column.float_as_double:
+            raise Untranslatable
+        leaf = like(column.ref, pattern, shape.escape)
+        neg = neg != shape.negated
+    elif isinstance(shape, Constant):
+        value = nodes.literal(shape.node)
+        if value is NULL:
+            return AlwaysFalse()  # WHERE NULL and WHERE NOT NULL keep no row
+        if not isinstance(value, bool):
+            raise Untranslatable
+        return AlwaysTrue() if value != neg else AlwaysFalse()
+    elif isinstance(shape, BooleanColumn):
+        return EqualTo(nodes.column(shape.node).ref, not neg)
+    else:  # a junction or NOT is walked, never a leaf
+        raise Untranslatable
+    return ~leaf if neg else leaf
+
+
+# Each comparison with the column on the other side (``5 < a`` is ``a > 5``), and its exact
+# three-valued negation (NaN is ordered, so ``NOT a < v`` is ``a >= v``).
+_FLIPPED: dict[type[LiteralPredicate], type[LiteralPredicate]] = {
+    EqualTo: EqualTo,
+    NotEqualTo: NotEqualTo,
+    LessThan: GreaterThan,
+    LessThanOrEqual: GreaterThanOrEqual,
+    GreaterThan: LessThan,
+    GreaterThanOrEqual: LessThanOrEqual,
+}
+_NEGATED: dict[type[LiteralPredicate], type[LiteralPredicate]] = {
+    EqualTo: NotEqualTo,
+    NotEqualTo: EqualTo,
+    LessThan: GreaterThanOrEqual,
+    LessThanOrEqual: GreaterThan,
+    GreaterThan: LessThanOrEqual,
+    GreaterThanOrEqual: LessThan,
+}
+
+
+def _sides(nodes: NodeAccessors[N], left: N, right: N) -> tuple[Column, N, bool]:
+    """The column side, the other side, and whether they were swapped (the column was on the right)."""
+    try:
+        return nodes.column(left), right, False
+    except Untranslatable:
+        return nodes.column(right), left, True
+
+
+def _comparison(nodes: NodeAccessors[N], shape: Comparison[N], neg: bool) -> Expression:
+    column, other, swapped = _sides(nodes, shape.left, shape.right)
+    value = nodes.literal(other)
+    if value is NULL:
+        return AlwaysFalse()  # NULL, and NOT NULL is NULL too
+    op = (shape.negation or _NEGATED[shape.op]) if neg else shape.op
+    return _compare(_FLIPPED[op] if swapped else op, column, value)
+
+
+def _distinct(nodes: NodeAccessors[N], shape: DistinctFrom[N], neg: bool) -> Expression:
+    column, other, _ = _sides(nodes, shape.left, shape.right)
+    value = nodes.literal(other)
+    same = shape.distinct == neg  # IS NOT DISTINCT FROM; never NULL, so NOT is the other one
+    if value is NULL:
+        return IsNull(column.ref) if same else IsNotNull(column.ref)
+    if same:
+        return _compare(EqualTo, column, value)
+    return Or(_compare(NotEqualTo, column, value), IsNull(column.ref))
+
+
+def _in(nodes: NodeAccessors[N], shape: InList[N], neg: bool) -> Expression:
+    column = nodes.column(shape.value)
+    values = [nodes.literal(item) for item in shape.items]
+    kept = [v for v in values if v is not NULL]
+    if neg and len(kept) < len(values):
+        return AlwaysFalse()  # x NOT IN (.., NULL) is never TRUE
+    if column.float_as_double:
+        # A double no float equals is never matched (and NOT IN is TRUE for it): drop it.
+        kept = [float(v) for v in kept if widening.float32_exact(v)]
+    expr = In(column.ref, kept)
+    return ~expr if neg else expr
+
+
+def _compare(op: type[LiteralPredicate], column: Column, value: Any) -> Expression:
+    if column.float_as_double:
+        return widening.compare_float_as_double(op, column.ref, value)
+    return op(column.ref, value)
+
+
+def like(ref: Reference, pattern: str, escape: str | None = None) -> Expression:
+    """``ref LIKE pattern`` as an equality or a prefix test; raises ``Untranslatable`` otherwise.
+
+    ``_`` anywhere, or ``%`` before the end, makes no prefix; an escaped character is itself
+    (``escape`` None: the pattern has no escape character). A trailing escape is untranslatable
+    (an error at run time).
+    """
+    text: list[str] = []
+    chars = iter(pattern)
+    for ch in chars:
+        if ch == escape:
+            nxt = next(chars, None)
+            if nxt is None:
+                raise Untranslatable
+            text.append(nxt)
+        elif ch == "_" or (ch == "%" and any(c != "%" for c in chars)):
+            raise Untranslatable  # a wildcard before the end
+        elif ch == "%":
+            prefix = "".join(text)
+            return StartsWith(ref, prefix) if prefix else IsNotNull(ref)
+        else:
+            text.append(ch)
+    return EqualTo(ref, "".join(text))
