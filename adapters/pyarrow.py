@@ -61,6 +61,7 @@ from hudi_expr import (
     Or,
     StartsWith,
 )
+from hudi_expr.types import is_binary_like, is_string_like
 
 __all__ = ["Translation", "from_pyarrow", "parse_pyarrow", "to_pyarrow"]
 
@@ -532,14 +533,7 @@ def _near(name: str, value: Any, half: float) -> Expression:
 
 
 def _is_text(t: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_string_view(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-        or pa.types.is_binary_view(t)
-    )
+    return bool(is_string_like(t) or is_binary_like(t) or pa.types.is_binary_view(t))
 
 
 def _option_raw(opts: pa.StructScalar, key: str) -> Any:

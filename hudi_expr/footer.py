@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_expr.stats import ColumnStats, leaf_columns
+from hudi_expr.types import is_binary_like, is_string_like
 
 if TYPE_CHECKING:
     from hudi_expr.stats import FileStats
@@ -165,8 +166,8 @@ def _same_family(src: pa.DataType, dst: pa.DataType) -> bool:
         pa.types.is_timestamp,
         pa.types.is_date,
         pa.types.is_boolean,
-        lambda t: pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t),
-        lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t),
+        is_string_like,
+        is_binary_like,
     )
     return any(f(src) and f(dst) for f in families)
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from hudi_expr.types import is_string_like
+from hudi_expr.types import is_binary_like, is_string_like
 
 __all__ = ["MAX_KEY_BYTES", "common_keys", "sort_keys"]
 
@@ -38,7 +38,7 @@ def sort_keys(arr: pa.Array) -> np.ndarray | None:
         filled = arr.fill_null(pa.scalar(0, t)) if arr.null_count else arr
         words = np.frombuffer(filled.buffers()[1], dtype=np.int64)
         return words[2 * filled.offset : 2 * (filled.offset + len(filled)) : 2].copy()
-    if is_string_like(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+    if is_string_like(t) or is_binary_like(t):
         return _fixed_width_bytes(arr)
     return None
 

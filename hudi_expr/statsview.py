@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from hudi_expr.expressions import And, BoundReference, Not, Or, Predicate
 from hudi_expr.stats import ColumnStats, FileStats
-from hudi_expr.types import is_float_type, is_string_like
+from hudi_expr.types import is_binary_like, is_float_type, is_string_like
 from hudi_expr.visitors import PredicateVisitor
 
 __all__ = [
@@ -208,8 +208,8 @@ def _as_binary(arr: pa.Array) -> pa.Array:
     t = arr.type
     if is_string_like(t):
         return arr.cast(pa.large_binary() if pa.types.is_large_string(t) else pa.binary())
-    if pa.types.is_binary_view(t):
-        return arr.cast(pa.binary())
+    if is_binary_like(t) and not (pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+        return arr.cast(pa.binary())  # views and fixed-size bytes: the kernels slice offsets arrays
     return arr
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from hudi_expr.types import is_binary_like, is_string_like
+
 __all__ = ["SLOT_TYPES", "decode", "encode", "slot_of"]
 
 SLOT_TYPES: dict[str, pa.DataType] = {
@@ -31,16 +33,7 @@ def slot_of(t: pa.DataType) -> str | None:
         return "float"
     if pa.types.is_boolean(t):
         return "bool"
-    if (
-        pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_string_view(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-        or pa.types.is_binary_view(t)
-        or pa.types.is_fixed_size_binary(t)
-        or pa.types.is_decimal(t)
-    ):
+    if is_string_like(t) or is_binary_like(t) or pa.types.is_decimal(t):
         return "bytes"
     return None
 

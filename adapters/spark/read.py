@@ -36,6 +36,7 @@ from pyspark.sql.types import (
 
 from adapters.spark.catalyst import FileScan, class_name, file_scan, translate_column, translate_plan
 from hudi_expr import AlwaysTrue, Expression, Predicate
+from hudi_expr.types import is_binary_like, is_string_like
 from hudi_expr.visitors import transform_leaves
 from index_store import IndexedTable, open_table
 
@@ -266,9 +267,9 @@ def _arrow_kind(t: pa.DataType | None) -> str | None:
         t = t.value_type
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
         return "number"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+    if is_string_like(t):
         return "string"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+    if is_binary_like(t):
         return "binary"
     if pa.types.is_boolean(t):
         return "boolean"

@@ -29,6 +29,7 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 
+from hudi_expr.types import is_string_like
 from index_store.errors import TableFormatError
 
 __all__ = [
@@ -345,7 +346,7 @@ def cast_declared(column: str, raw: str, arrow_type: pa.DataType) -> Any:
     if raw == HIVE_NULL:
         return None
     text = decode_value(raw)
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+    if is_string_like(arrow_type):
         return text
     if text == "" or text.upper() == "NULL":
         return None

@@ -23,6 +23,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hudi_expr.types import is_string_like
 from index_store.errors import TableFormatError, UnsupportedTableError
 from index_store.tables.base import DataFile
 from index_store.tables.hive import HIVE_NULL
@@ -398,7 +399,7 @@ def _convert(text: str, arrow_type: pa.DataType) -> Any:
     """A partition folder value in its column type; ``_UNKNOWN`` when it does not convert."""
     if text == HIVE_NULL:
         return None
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+    if is_string_like(arrow_type):
         return text
     if not (pa.types.is_date(arrow_type) or any(check(arrow_type) for check in _CASTABLE)):
         return _UNKNOWN
