@@ -255,8 +255,8 @@ def _bind_prefix(leaf: Predicate, ref: BoundReference) -> Expression:
     assert isinstance(leaf, LiteralPredicate)
     t = ref.type
     prefix: Any = leaf.literal
-    if isinstance(prefix, pa.Scalar):
-        prefix = prefix.as_py()
+    if isinstance(prefix, pa.Scalar) and (is_string_like(prefix.type) or _is_binary(prefix.type)):
+        prefix = prefix.as_py()  # any other scalar is refused below (as_py of some would raise)
     if is_string_like(t):
         if isinstance(prefix, bytes):
             try:
@@ -268,7 +268,7 @@ def _bind_prefix(leaf: Predicate, ref: BoundReference) -> Expression:
                 f"prefix for string column {ref.name!r} of type {t} must be a string, got {prefix!r}"
             )
         scalar_type: pa.DataType = pa.string()
-    elif pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+    elif _is_binary(t):
         if isinstance(prefix, str):
             prefix = prefix.encode("utf-8")
         if not isinstance(prefix, bytes):
@@ -282,6 +282,10 @@ def _bind_prefix(leaf: Predicate, ref: BoundReference) -> Expression:
         # Every non-null value starts with the empty prefix.
         return IsNotNull(ref) if isinstance(leaf, StartsWith) else _ALWAYS_FALSE
     return type(leaf)(ref, pa.scalar(prefix, scalar_type))
+
+
+def _is_binary(t: pa.DataType) -> bool:
+    return pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t)
 
 
 def _bind_set(leaf: SetPredicate, ref: BoundReference) -> Expression:

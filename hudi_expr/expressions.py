@@ -12,7 +12,8 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 import math
-from collections.abc import Iterable, Iterator, Sequence
+import string
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -406,141 +407,365 @@ class Or(_Junction):
 
 # ------------------------------------------------------------------------------------- predicates
 
+# The declared leaves by op (JSON tag), in declaration order, and by class name (to pair negations).
+# Filled by ``Predicate.__init_subclass__``; closed at the end of this module.
+_LEAF_CLASSES: dict[str, type[Predicate]] = {}
+_LEAVES_BY_NAME: dict[str, type[Predicate]] = {}
+_declarations_closed = False
+
+
+class _Negation:
+    """``negation`` of a leaf class or of a leaf: the declared leaf class of its exact negation
+    (``LessThan.negation`` and ``(col("a") < 1).negation`` are ``GreaterThanOrEqual``)."""
+
+    def __get__(self, leaf: object, owner: type[Predicate]) -> type[Predicate]:
+        negation: type[Predicate] | None = owner.__dict__.get("_negation")
+        if negation is None:
+            raise AttributeError(f"{owner.__name__} is not a declared leaf: it has no negation")
+        return negation
+
 
 class Predicate(Expression):
-    """A leaf: a test of one column."""
+    """A leaf: a test of one column.
+
+    Each concrete leaf class declares its identity once, in its class statement, and everything
+    that needs to know the leaves (visitors, JSON, the printer, ``~``) reads that declaration, so
+    no two lists of leaves can disagree::
+
+        class LessThan(
+            LiteralPredicate,
+            op="lt",                        # the JSON tag ({"op": "lt", ...}) and name in messages
+            visitor="visit_less_than",      # the PredicateVisitor rule every visitor must define
+            negation="GreaterThanOrEqual",  # the exact negation (the two must name each other)
+            sql="{column} < {value}",       # what str() prints, over the kind's placeholders
+        ): ...
+
+    A leaf derives from one kind (``UnaryPredicate``, ``LiteralPredicate``, ``SetPredicate``), which
+    fixes its constructor arguments and the placeholders its SQL template may use. Leaves are final,
+    and declared in this module only: once it is loaded the set is closed, so every visitor defined
+    afterwards is checked against all of them (see ``PredicateVisitor``).
+    """
 
     __slots__ = ("term",)
     term: Term
-    # Name used by visitors (``visit_less_than``) and in JSON.
     op: ClassVar[str]
+    visitor_method: ClassVar[str]
+    sql_template: ClassVar[str]
+    # The placeholders of ``sql_template``, in order (the printer renders only these).
+    sql_fields: ClassVar[tuple[str, ...]]
+    # Per kind: the placeholders a leaf's SQL template may use.
+    placeholders: ClassVar[frozenset[str]] = frozenset()
+    _negation_name: ClassVar[str]
+    _negation: ClassVar[type[Predicate]]
+    # Readable on the class too (``LessThan.negation``), so tables of leaf classes need not repeat it.
+    negation = _Negation()
+
+    def __init_subclass__(
+        cls,
+        *,
+        op: str | None = None,
+        visitor: str | None = None,
+        negation: str | None = None,
+        sql: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        if any(base in _LEAF_CLASSES.values() for base in cls.__mro__[1:]):
+            raise TypeError(f"{cls.__name__}: a leaf class is final; declare a new leaf from a kind instead")
+        declared = {"op": op, "visitor": visitor, "negation": negation, "sql": sql}
+        if all(value is None for value in declared.values()):
+            return  # a kind or another abstract base, not a leaf
+        missing = [name for name, value in declared.items() if not isinstance(value, str) or not value]
+        if missing:
+            declares = "op, visitor, negation and sql"
+            raise TypeError(f"leaf {cls.__name__} must declare {declares}: missing {missing}")
+        assert op is not None and visitor is not None and negation is not None and sql is not None
+        _declare_leaf(cls, op, visitor, negation, sql)
 
     @property
     def is_bound(self) -> bool:
         return isinstance(self.term, BoundReference)
 
     @property
-    def negation(self) -> type[Predicate]:
-        return _NEGATIONS[type(self)]
+    def args(self) -> tuple[Any, ...]:
+        """The constructor arguments: ``(term,)``, ``(term, literal)`` or ``(term, values)``.
+
+        ``type(leaf)(*leaf.args) == leaf``; visitor rules are called with these, after ``self``.
+        """
+        raise NotImplementedError
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), self.args)
+
+
+def _declare_leaf(cls: type[Predicate], op: str, visitor: str, negation: str, sql: str) -> None:
+    """Check one leaf declaration and record it; the negation is paired once both are declared."""
+    name = cls.__name__
+    if _declarations_closed:
+        raise TypeError(
+            f"leaf {name} is declared after hudi_expr.expressions was loaded: declare leaves there, "
+            "so that every visitor is checked for their rules"
+        )
+    kind = _kind(cls)
+    if kind is None:
+        raise TypeError(f"leaf {name} must derive from UnaryPredicate, LiteralPredicate or SetPredicate")
+    for other in _LEAF_CLASSES.values():
+        for what, mine, theirs in (
+            ("op", op, other.op),
+            ("visitor", visitor, other.visitor_method),
+            ("name", name, other.__name__),
+        ):
+            if mine == theirs:
+                raise TypeError(f"leaf {name}: {what} {mine!r} is already declared by {other.__name__}")
+    if not visitor.startswith("visit_") or not visitor.isidentifier():
+        raise TypeError(f"leaf {name}: visitor {visitor!r} must be an identifier starting with visit_")
+    if negation == name:
+        raise TypeError(f"leaf {name} cannot be its own negation")
+    fields: list[str] = []
+    for _, field, spec, conversion in string.Formatter().parse(sql):
+        if field is None:
+            continue
+        if field not in kind.placeholders or spec or conversion:
+            allowed = ", ".join("{" + p + "}" for p in sorted(kind.placeholders))
+            raise TypeError(f"leaf {name}: sql {sql!r} may use only {allowed} (no format specs)")
+        fields.append(field)
+    cls.op = op
+    cls.visitor_method = visitor
+    cls.sql_template = sql
+    cls.sql_fields = tuple(fields)
+    cls._negation_name = negation
+    pair = _LEAVES_BY_NAME.get(negation)
+    if pair is not None:
+        if pair._negation_name != name or _kind(pair) is not kind:
+            raise TypeError(
+                f"leaf {name} names {negation} as its negation, but {negation} names "
+                f"{pair._negation_name} or is of another kind: a negation pair names each other, one kind"
+            )
+        cls._negation, pair._negation = pair, cls
+    _LEAF_CLASSES[op] = cls
+    _LEAVES_BY_NAME[name] = cls
+
+
+def _kind(cls: type[Predicate]) -> type[Predicate] | None:
+    """The kind a leaf derives from: the nearest base that sets the SQL placeholders."""
+    for base in cls.__mro__:
+        if issubclass(base, Predicate) and base.__dict__.get("placeholders"):
+            return base
+    return None
+
+
+def _close_declarations() -> None:
+    """End of this module: every negation must be paired; no leaf may be declared from now on."""
+    global _declarations_closed
+    unpaired = [cls.__name__ for cls in _LEAF_CLASSES.values() if "_negation" not in cls.__dict__]
+    if unpaired:
+        raise TypeError(f"leaves whose declared negation is not a declared leaf: {unpaired}")
+    _declarations_closed = True
+
+
+def leaf_classes() -> tuple[type[Predicate], ...]:
+    """Every declared leaf class, in declaration order."""
+    return tuple(_LEAF_CLASSES.values())
+
+
+def leaf_class(op: str) -> type[Predicate] | None:
+    """The leaf class declared with ``op`` (its JSON tag), or None."""
+    return _LEAF_CLASSES.get(op)
 
 
 class UnaryPredicate(Predicate):
-    """IS [NOT] NULL and IS [NOT] NaN."""
+    """IS [NOT] NULL and IS [NOT] NaN: ``cls(term)``.
+
+    SQL placeholders: ``{column}``, the (quoted) column.
+    """
 
     __slots__ = ()
+    placeholders = frozenset({"column"})
 
     def __init__(self, term: Any) -> None:
         t = _as_term(term)
         self._set(term=t, _hash=hash((self.op, t)))
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.term,))
+    @property
+    def args(self) -> tuple[Any, ...]:
+        return (self.term,)
 
 
-class IsNull(UnaryPredicate):
+class IsNull(
+    UnaryPredicate,
+    op="is_null",
+    visitor="visit_is_null",
+    negation="IsNotNull",
+    sql="{column} IS NULL",
+):
     """``a IS NULL``."""
 
     __slots__ = ()
-    op = "is_null"
 
 
-class IsNotNull(UnaryPredicate):
+class IsNotNull(
+    UnaryPredicate,
+    op="is_not_null",
+    visitor="visit_is_not_null",
+    negation="IsNull",
+    sql="{column} IS NOT NULL",
+):
     """``a IS NOT NULL``."""
 
     __slots__ = ()
-    op = "is_not_null"
 
 
-class IsNaN(UnaryPredicate):
+class IsNaN(
+    UnaryPredicate,
+    op="is_nan",
+    visitor="visit_is_nan",
+    negation="IsNotNaN",
+    sql="isnan({column})",
+):
     """``isnan(a)``: TRUE only for NaN values (never for NULL)."""
 
     __slots__ = ()
-    op = "is_nan"
 
 
-class IsNotNaN(UnaryPredicate):
+class IsNotNaN(
+    UnaryPredicate,
+    op="is_not_nan",
+    visitor="visit_is_not_nan",
+    negation="IsNaN",
+    sql="NOT isnan({column})",
+):
     """``NOT isnan(a)``. On NULL rows Spark says TRUE and DuckDB says NULL: pruning allows for both."""
 
     __slots__ = ()
-    op = "is_not_nan"
 
 
 class LiteralPredicate(Predicate):
-    """A comparison of a column with one literal (``pa.Scalar`` once bound)."""
+    """A comparison of a column with one literal (``pa.Scalar`` once bound): ``cls(term, literal)``.
+
+    SQL placeholders: ``{column}``; ``{value}``, the literal; and for prefix tests, which DuckDB's
+    ``starts_with`` runs on text, ``{prefix_column}`` and ``{prefix}``: the column and the literal,
+    or ``hex(column)`` and the prefix's hex digits when the prefix is binary.
+    """
 
     __slots__ = ("literal",)
     literal: Any
+    placeholders = frozenset({"column", "value", "prefix_column", "prefix"})
 
     def __init__(self, term: Any, literal: Any) -> None:
         t = _as_term(term)
         lit = _check_literal(literal, self.op)
         self._set(term=t, literal=lit, _hash=hash((self.op, t, _literal_key(lit))))
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.term, self.literal))
+    @property
+    def args(self) -> tuple[Any, ...]:
+        return (self.term, self.literal)
 
 
-class EqualTo(LiteralPredicate):
+class EqualTo(
+    LiteralPredicate,
+    op="eq",
+    visitor="visit_equal",
+    negation="NotEqualTo",
+    sql="{column} = {value}",
+):
     """``a = v``."""
 
     __slots__ = ()
-    op = "eq"
 
 
-class NotEqualTo(LiteralPredicate):
+class NotEqualTo(
+    LiteralPredicate,
+    op="not_eq",
+    visitor="visit_not_equal",
+    negation="EqualTo",
+    sql="{column} <> {value}",
+):
     """``a <> v``."""
 
     __slots__ = ()
-    op = "not_eq"
 
 
-class LessThan(LiteralPredicate):
+class LessThan(
+    LiteralPredicate,
+    op="lt",
+    visitor="visit_less_than",
+    negation="GreaterThanOrEqual",
+    sql="{column} < {value}",
+):
     """``a < v``."""
 
     __slots__ = ()
-    op = "lt"
 
 
-class LessThanOrEqual(LiteralPredicate):
+class LessThanOrEqual(
+    LiteralPredicate,
+    op="lt_eq",
+    visitor="visit_less_than_or_equal",
+    negation="GreaterThan",
+    sql="{column} <= {value}",
+):
     """``a <= v``."""
 
     __slots__ = ()
-    op = "lt_eq"
 
 
-class GreaterThan(LiteralPredicate):
+class GreaterThan(
+    LiteralPredicate,
+    op="gt",
+    visitor="visit_greater_than",
+    negation="LessThanOrEqual",
+    sql="{column} > {value}",
+):
     """``a > v``."""
 
     __slots__ = ()
-    op = "gt"
 
 
-class GreaterThanOrEqual(LiteralPredicate):
+class GreaterThanOrEqual(
+    LiteralPredicate,
+    op="gt_eq",
+    visitor="visit_greater_than_or_equal",
+    negation="LessThan",
+    sql="{column} >= {value}",
+):
     """``a >= v``."""
 
     __slots__ = ()
-    op = "gt_eq"
 
 
-class StartsWith(LiteralPredicate):
+class StartsWith(
+    LiteralPredicate,
+    op="starts_with",
+    visitor="visit_starts_with",
+    negation="NotStartsWith",
+    sql="starts_with({prefix_column}, {prefix})",
+):
     """``starts_with(a, prefix)``, i.e. ``a LIKE 'prefix%'``, bytewise on strings and binary."""
 
     __slots__ = ()
-    op = "starts_with"
 
 
-class NotStartsWith(LiteralPredicate):
+class NotStartsWith(
+    LiteralPredicate,
+    op="not_starts_with",
+    visitor="visit_not_starts_with",
+    negation="StartsWith",
+    sql="NOT starts_with({prefix_column}, {prefix})",
+):
     """``NOT starts_with(a, prefix)``."""
 
     __slots__ = ()
-    op = "not_starts_with"
 
 
 class SetPredicate(Predicate):
-    """``a [NOT] IN (v1, v2, ...)``; ``values`` is a tuple (unbound) or a ``pa.Array`` (bound)."""
+    """``a [NOT] IN (v1, v2, ...)``; ``values`` is a tuple (unbound) or a ``pa.Array`` (bound).
+
+    ``cls(term, values)``. SQL placeholders: ``{column}``; ``{values}``, the values comma-separated.
+    """
 
     __slots__ = ("values",)
     values: Any
+    placeholders = frozenset({"column", "values"})
 
     def __new__(cls, term: Any, values: Any) -> Expression:  # type: ignore[misc]
         t = _as_term(term)
@@ -569,22 +794,36 @@ class SetPredicate(Predicate):
         node._set(term=t, values=vals, _hash=hash((cls.op, t, key)))
         return node
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.term, self.values))
+    @property
+    def args(self) -> tuple[Any, ...]:
+        return (self.term, self.values)
 
 
-class In(SetPredicate):
+class In(
+    SetPredicate,
+    op="in",
+    visitor="visit_in",
+    negation="NotIn",
+    sql="{column} IN ({values})",
+):
     """``a IN (...)``."""
 
     __slots__ = ()
-    op = "in"
 
 
-class NotIn(SetPredicate):
+class NotIn(
+    SetPredicate,
+    op="not_in",
+    visitor="visit_not_in",
+    negation="In",
+    sql="{column} NOT IN ({values})",
+):
     """``a NOT IN (...)``."""
 
     __slots__ = ()
-    op = "not_in"
+
+
+_close_declarations()
 
 
 def _unique_array(values: pa.Array | pa.ChunkedArray, op: str) -> pa.Array:
@@ -597,32 +836,10 @@ def _unique_array(values: pa.Array | pa.ChunkedArray, op: str) -> pa.Array:
     return pc.unique(values)
 
 
-_NEGATIONS: dict[type[Predicate], type[Predicate]] = {
-    IsNull: IsNotNull,
-    IsNotNull: IsNull,
-    IsNaN: IsNotNaN,
-    IsNotNaN: IsNaN,
-    EqualTo: NotEqualTo,
-    NotEqualTo: EqualTo,
-    LessThan: GreaterThanOrEqual,
-    GreaterThanOrEqual: LessThan,
-    GreaterThan: LessThanOrEqual,
-    LessThanOrEqual: GreaterThan,
-    StartsWith: NotStartsWith,
-    NotStartsWith: StartsWith,
-    In: NotIn,
-    NotIn: In,
-}
-
-
 def negate_leaf(leaf: Predicate) -> Expression:
     """The exact negation of a leaf under three-valued logic (NOT(a < 5) is a >= 5)."""
-    neg = leaf.negation
-    if isinstance(leaf, UnaryPredicate):
-        return neg(leaf.term)
-    if isinstance(leaf, SetPredicate):
-        return neg(leaf.term, leaf.values)
-    return neg(leaf.term, leaf.literal)  # type: ignore[call-arg]
+    negation: Callable[..., Expression] = leaf.negation
+    return negation(*leaf.args)
 
 
 def _invert(expr: Expression) -> Expression:

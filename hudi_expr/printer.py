@@ -1,4 +1,8 @@
-"""SQL text of an expression (what ``str(expr)`` prints), readable by DuckDB and Spark SQL."""
+"""SQL text of an expression (what ``str(expr)`` prints), readable by DuckDB and Spark SQL.
+
+A leaf prints as the SQL template its class declares (``"{column} < {value}"``); this module renders
+the placeholders (quoted column, typed literal, ...) and the connectives with minimal parentheses.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,23 @@ import datetime as _dt
 import decimal
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_expr.expressions import And, BoundReference, Expression, Not, Or, Predicate, Reference
-from hudi_expr.visitors import PredicateVisitor, visit
+from hudi_expr.expressions import (
+    And,
+    BoundReference,
+    Expression,
+    Not,
+    Or,
+    Predicate,
+    Reference,
+    leaf_classes,
+)
+from hudi_expr.visitors import ExpressionVisitor, visit
 
 __all__ = ["format_literal", "quote_column", "to_sql"]
 
@@ -29,15 +43,6 @@ _RESERVED = frozenset(
     current_user escape exists full ilike inner interval is join left like natural outer right
     session_user user""".split()  # noqa: SIM905 - a word list reads better as text
 )
-_OPERATORS = {
-    "visit_equal": "=",
-    "visit_not_equal": "<>",
-    "visit_less_than": "<",
-    "visit_less_than_or_equal": "<=",
-    "visit_greater_than": ">",
-    "visit_greater_than_or_equal": ">=",
-}
-
 # Precedence: a child binding more loosely than its parent gets parentheses.
 _OR, _AND, _NOT, _ATOM = 1, 2, 3, 4
 
@@ -86,8 +91,8 @@ def format_literal(value: Any) -> str:
         return str(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-            return f"CAST('{text}' AS DOUBLE)"
+            special = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+            return f"CAST('{special}' AS DOUBLE)"
         # DuckDB reads '1e-05' as a DOUBLE (comparing integers and FLOATs through doubles) but
         # '0.00001' as a DECIMAL cast to the column's type, which is what binding does.
         text = _positional(decimal.Decimal(repr(value)))
@@ -141,7 +146,7 @@ def _format_scalar(s: pa.Scalar) -> str:
 Printed = tuple[Fragment, int]
 
 
-class _SqlPrinter(PredicateVisitor[Printed]):
+class _SqlPrinter(ExpressionVisitor[Printed]):
     def visit_true(self) -> Printed:
         return "TRUE", _ATOM
 
@@ -158,45 +163,46 @@ class _SqlPrinter(PredicateVisitor[Printed]):
         return (_wrap(left, _OR), " OR ", _wrap(right, _OR)), _OR
 
     def visit_predicate(self, leaf: Predicate) -> Printed:
-        return super().visit_predicate(leaf), _ATOM  # type: ignore[return-value]
-
-    def __getattr__(self, name: str) -> Any:
-        op = _OPERATORS.get(name)
-        if op is None:
-            raise AttributeError(name)
-        return lambda term, literal: f"{quote_column(term)} {op} {format_literal(literal)}"
-
-    def visit_is_null(self, term: Any) -> str:
-        return f"{quote_column(term)} IS NULL"
-
-    def visit_is_not_null(self, term: Any) -> str:
-        return f"{quote_column(term)} IS NOT NULL"
-
-    def visit_is_nan(self, term: Any) -> str:
-        return f"isnan({quote_column(term)})"
-
-    def visit_is_not_nan(self, term: Any) -> str:
-        return f"NOT isnan({quote_column(term)})"
-
-    def visit_starts_with(self, term: Any, prefix: Any) -> str:
-        return _starts_with(term, prefix)
-
-    def visit_not_starts_with(self, term: Any, prefix: Any) -> str:
-        return f"NOT {_starts_with(term, prefix)}"
-
-    def visit_in(self, term: Any, values: Any) -> str:
-        return f"{quote_column(term)} IN ({_format_values(values)})"
-
-    def visit_not_in(self, term: Any, values: Any) -> str:
-        return f"{quote_column(term)} NOT IN ({_format_values(values)})"
+        return _leaf_sql(leaf), _ATOM
 
 
-def _starts_with(term: Any, prefix: Any) -> str:
-    p = prefix.as_py() if isinstance(prefix, pa.Scalar) else prefix
-    if isinstance(p, bytes):
-        # DuckDB's starts_with takes no BLOB; the (upper-case) hex digits start alike.
-        return f"starts_with(hex({quote_column(term)}), '{p.hex().upper()}')"
-    return f"starts_with({quote_column(term)}, {format_literal(prefix)})"
+def _leaf_sql(leaf: Predicate) -> str:
+    """A leaf as SQL: its class's declared template with the placeholders it uses filled in."""
+    return leaf.sql_template.format_map({name: _PLACEHOLDERS[name](leaf) for name in leaf.sql_fields})
+
+
+def _prefix(leaf: Any) -> bytes | None:
+    """A binary prefix as bytes (DuckDB's starts_with takes no BLOB: it is compared as hex), else None."""
+    p = leaf.literal
+    if isinstance(p, pa.Scalar):
+        t = p.type
+        binary = pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t)
+        # Only a binary scalar is converted: as_py of a nanosecond timestamp would raise.
+        p = p.as_py() if binary or pa.types.is_fixed_size_binary(t) else None
+    return p if isinstance(p, bytes) else None
+
+
+def _prefix_column(leaf: Any) -> str:
+    return f"hex({quote_column(leaf.term)})" if _prefix(leaf) is not None else quote_column(leaf.term)
+
+
+def _prefix_text(leaf: Any) -> str:
+    p = _prefix(leaf)
+    # The upper-case hex digits of the prefix start the column's hex text exactly when it starts so.
+    return f"'{p.hex().upper()}'" if isinstance(p, bytes) else format_literal(leaf.literal)
+
+
+# How each placeholder a leaf's SQL template may use is rendered (see the kinds in ``expressions``).
+_PLACEHOLDERS: dict[str, Callable[[Any], str]] = {
+    "column": lambda leaf: quote_column(leaf.term),
+    "value": lambda leaf: format_literal(leaf.literal),
+    "values": lambda leaf: _format_values(leaf.values),
+    "prefix_column": _prefix_column,
+    "prefix": _prefix_text,
+}
+_unrendered = {name for leaf in leaf_classes() for name in leaf.placeholders} - set(_PLACEHOLDERS)
+if _unrendered:
+    raise TypeError(f"the printer has no rendering for the SQL placeholders {sorted(_unrendered)}")
 
 
 def _format_values(values: Any) -> str:

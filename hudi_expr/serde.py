@@ -2,11 +2,12 @@
 
 Shape: ``true``, ``false``, ``{"and": [...]}``, ``{"or": [...]}``, ``{"not": e}`` and leaves
 ``{"op": "lt", "column": "a", "value": 5}`` / ``{"op": "in", "column": "a", "values": [...]}`` /
-``{"op": "is_null", "column": "a"}``. AND/OR chains are written flat (n-ary), so a 10,000-deep chain
-is a list, not 10,000 nested objects. JSON-native literals (int, str, bool, finite float) are
-written as they are; others are tagged: ``{"decimal": "1.50"}``, ``{"date": "2024-01-02"}``,
-``{"timestamp": "2024-01-02T03:04:05+00:00"}``, ``{"binary": "<base64>"}``, ``{"float": "NaN"}``, and
-arrow scalars ``{"arrow": "<type>", "value": ...}``. Bound expressions serialize as their unbound form.
+``{"op": "is_null", "column": "a"}``, where ``op`` is the tag the leaf's class declares. AND/OR
+chains are written flat (n-ary), so a 10,000-deep chain is a list, not 10,000 nested objects.
+JSON-native literals (int, str, bool, finite float) are written as they are; others are tagged:
+``{"decimal": "1.50"}``, ``{"date": "2024-01-02"}``, ``{"timestamp": "2024-01-02T03:04:05+00:00"}``,
+``{"binary": "<base64>"}``, ``{"float": "NaN"}``, and arrow scalars ``{"arrow": "<type>", "value":
+...}``. Bound expressions serialize as their unbound form.
 """
 
 from __future__ import annotations
@@ -26,40 +27,27 @@ from hudi_expr.expressions import (
     AlwaysTrue,
     And,
     Expression,
-    In,
     LiteralPredicate,
     Not,
-    NotIn,
     Or,
     Predicate,
     SetPredicate,
     UnaryPredicate,
+    leaf_class,
+    leaf_classes,
 )
 from hudi_expr.visitors import ExpressionVisitor, visit
 
 __all__ = ["from_dict", "from_json", "to_dict", "to_json"]
 
-_LEAVES: dict[str, type[Predicate]] = {}
-
-
-def _register_leaves() -> None:
-    from hudi_expr import expressions as e
-
-    for cls in (
-        e.IsNull, e.IsNotNull, e.IsNaN, e.IsNotNaN, e.EqualTo, e.NotEqualTo, e.LessThan,
-        e.LessThanOrEqual, e.GreaterThan, e.GreaterThanOrEqual, e.StartsWith, e.NotStartsWith, In, NotIn,
-    ):  # fmt: skip
-        _LEAVES[cls.op] = cls
-
-
-_register_leaves()
-
 
 def to_json(expr: Expression) -> str:
+    """``expr`` as JSON text (see the module docstring for the shape)."""
     return json.dumps(to_dict(expr), allow_nan=False)
 
 
 def from_json(text: str) -> Expression:
+    """The expression of JSON text written by ``to_json``; ``ExpressionFormatError`` if malformed."""
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
@@ -122,9 +110,11 @@ def from_dict(data: Any) -> Expression:
     if "not" in data:
         return Not(from_dict(data["not"]))
     op = data.get("op")
-    cls = _LEAVES.get(op) if isinstance(op, str) else None
+    # The leaf is found by the op its class declares (Predicate.__init_subclass__).
+    cls = leaf_class(op) if isinstance(op, str) else None
     if cls is None:
-        raise ExpressionFormatError(f"unknown predicate op {op!r}; known: {sorted(_LEAVES)}")
+        known = sorted(leaf.op for leaf in leaf_classes())
+        raise ExpressionFormatError(f"unknown predicate op {op!r}; known: {known}")
     column = data.get("column")
     if not isinstance(column, str):
         raise ExpressionFormatError(f"predicate {op!r} needs a string 'column', got {column!r}")

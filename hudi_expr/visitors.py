@@ -2,36 +2,25 @@
 
 ``visit`` never recurses, so a 10,000-deep AND chain is as safe as a balanced tree. Subclass
 ``ExpressionVisitor`` for whole-tree work, or ``PredicateVisitor`` to get one method per leaf kind
-(``visit_less_than(term, literal)``), as PyIceberg's visitors do.
+(``visit_less_than(term, literal)``), as PyIceberg's visitors do; those methods come from the leaves'
+declarations and are abstract, so a visitor missing one fails when it is defined.
 """
 
 from __future__ import annotations
 
+from abc import ABCMeta, abstractmethod, update_abstractmethods
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from hudi_expr.expressions import (
     AlwaysFalse,
     AlwaysTrue,
     And,
-    EqualTo,
     Expression,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    IsNaN,
-    IsNotNaN,
-    IsNotNull,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
     Not,
-    NotEqualTo,
-    NotIn,
-    NotStartsWith,
     Or,
     Predicate,
-    StartsWith,
+    leaf_classes,
 )
 
 __all__ = ["ExpressionVisitor", "PredicateVisitor", "rewrite_not", "transform_leaves", "visit"]
@@ -89,34 +78,62 @@ def visit(expr: Expression, visitor: ExpressionVisitor[T]) -> T:
     return results[0]
 
 
-_LEAF_METHODS: dict[type[Predicate], str] = {
-    IsNull: "visit_is_null",
-    IsNotNull: "visit_is_not_null",
-    IsNaN: "visit_is_nan",
-    IsNotNaN: "visit_is_not_nan",
-    EqualTo: "visit_equal",
-    NotEqualTo: "visit_not_equal",
-    LessThan: "visit_less_than",
-    LessThanOrEqual: "visit_less_than_or_equal",
-    GreaterThan: "visit_greater_than",
-    GreaterThanOrEqual: "visit_greater_than_or_equal",
-    StartsWith: "visit_starts_with",
-    NotStartsWith: "visit_not_starts_with",
-    In: "visit_in",
-    NotIn: "visit_not_in",
-}
+class PredicateVisitor(ExpressionVisitor[T], metaclass=ABCMeta):
+    """Dispatches each leaf to its declared rule: ``visit_<kind>(*leaf.args)``.
 
+    The rules are ``visit_is_null(term)``, ``visit_less_than(term, literal)``,
+    ``visit_in(term, values)`` and so on: one abstract method per declared leaf, generated from the
+    declarations (``Predicate.visitor_method``), so a new leaf adds a rule every visitor must write.
 
-class PredicateVisitor(ExpressionVisitor[T]):
-    """Dispatches each leaf to ``visit_<kind>(term)``, ``(term, literal)`` or ``(term, values)``."""
+    A subclass that writes some rules must write (or inherit) all of them: one missing is a
+    ``TypeError`` when the class is defined, not when that leaf is first visited. A subclass that
+    writes none is a partial base (rules left to its subclasses, like ``StatsEvaluator``) and cannot
+    be instantiated; a base that writes only some says so with ``class X(PredicateVisitor[T],
+    abstract=True)``.
+    """
+
+    def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if abstract or not any(leaf.visitor_method in cls.__dict__ for leaf in _LEAVES):
+            return
+        missing = [
+            leaf
+            for leaf in _LEAVES
+            if getattr(getattr(cls, leaf.visitor_method), "__isabstractmethod__", False)
+        ]
+        if missing:
+            rules = ", ".join(f"{leaf.visitor_method} ({leaf.__name__})" for leaf in missing)
+            raise TypeError(f"{cls.__name__} has no rule for {rules}; a PredicateVisitor needs one per leaf")
 
     def visit_predicate(self, leaf: Predicate) -> T:
-        method = getattr(self, _LEAF_METHODS[type(leaf)])
-        if isinstance(leaf, (In, NotIn)):
-            return method(leaf.term, leaf.values)
-        if hasattr(leaf, "literal"):
-            return method(leaf.term, leaf.literal)  # type: ignore[attr-defined]
-        return method(leaf.term)
+        rule: Callable[..., T] = getattr(self, leaf.visitor_method)
+        return rule(*leaf.args)
+
+
+def _abstract_rule(leaf: type[Predicate]) -> Callable[..., Any]:
+    """The abstract method for one leaf's rule, documented from its declaration."""
+
+    def rule(self: PredicateVisitor[Any], *args: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__}.{leaf.visitor_method}")
+
+    rule.__name__ = leaf.visitor_method
+    rule.__qualname__ = f"PredicateVisitor.{leaf.visitor_method}"
+    rule.__doc__ = f"The rule for ``{leaf.__name__}`` (``{leaf.sql_template}``), called with its ``args``."
+    return abstractmethod(rule)
+
+
+def _add_rules() -> tuple[type[Predicate], ...]:
+    """One abstract rule on ``PredicateVisitor`` per declared leaf; returns the leaves."""
+    leaves = leaf_classes()
+    for leaf in leaves:
+        if hasattr(PredicateVisitor, leaf.visitor_method):
+            raise TypeError(f"{leaf.__name__}: {leaf.visitor_method!r} is already a visitor method")
+        setattr(PredicateVisitor, leaf.visitor_method, _abstract_rule(leaf))
+    update_abstractmethods(PredicateVisitor)
+    return leaves
+
+
+_LEAVES = _add_rules()
 
 
 class _Rebuild(ExpressionVisitor[Expression]):
