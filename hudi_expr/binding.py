@@ -46,7 +46,14 @@ from hudi_expr.expressions import (
     StartsWith,
     UnaryPredicate,
 )
-from hudi_expr.types import Coerced, coerce_literal, is_comparable_type, is_float_type, is_string_like
+from hudi_expr.types import (
+    Coerced,
+    coerce_literal,
+    is_binary_like,
+    is_comparable_type,
+    is_float_type,
+    is_string_like,
+)
 from hudi_expr.visitors import rewrite_not, transform_leaves
 
 __all__ = ["bind", "merge_equalities", "resolve"]
@@ -255,7 +262,7 @@ def _bind_prefix(leaf: Predicate, ref: BoundReference) -> Expression:
     assert isinstance(leaf, LiteralPredicate)
     t = ref.type
     prefix: Any = leaf.literal
-    if isinstance(prefix, pa.Scalar) and (is_string_like(prefix.type) or _is_binary(prefix.type)):
+    if isinstance(prefix, pa.Scalar) and (is_string_like(prefix.type) or is_binary_like(prefix.type)):
         prefix = prefix.as_py()  # any other scalar is refused below (as_py of some would raise)
     if is_string_like(t):
         if isinstance(prefix, bytes):
@@ -268,7 +275,7 @@ def _bind_prefix(leaf: Predicate, ref: BoundReference) -> Expression:
                 f"prefix for string column {ref.name!r} of type {t} must be a string, got {prefix!r}"
             )
         scalar_type: pa.DataType = pa.string()
-    elif _is_binary(t):
+    elif is_binary_like(t):
         if isinstance(prefix, str):
             prefix = prefix.encode("utf-8")
         if not isinstance(prefix, bytes):
@@ -282,10 +289,6 @@ def _bind_prefix(leaf: Predicate, ref: BoundReference) -> Expression:
         # Every non-null value starts with the empty prefix.
         return IsNotNull(ref) if isinstance(leaf, StartsWith) else _ALWAYS_FALSE
     return type(leaf)(ref, pa.scalar(prefix, scalar_type))
-
-
-def _is_binary(t: pa.DataType) -> bool:
-    return pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t)
 
 
 def _bind_set(leaf: SetPredicate, ref: BoundReference) -> Expression:
@@ -332,7 +335,7 @@ def _coerce_many(values: Any, t: pa.DataType, column: str) -> pa.Array | None:
     natural = (
         (kind is int and pa.types.is_integer(t))
         or (kind is str and is_string_like(t))
-        or (kind is bytes and (pa.types.is_binary(t) or pa.types.is_large_binary(t)))
+        or (kind is bytes and is_binary_like(t))
     )
     if not natural:
         return None

@@ -163,8 +163,12 @@ def _values(values: Any) -> Any:
 
 
 def _text(term: Any) -> pc.Expression:
-    # starts_with has no dictionary kernel: a bound term knows the value type to decode to.
-    return _field(term).cast(term.type) if isinstance(term, BoundReference) else _field(term)
+    # starts_with has no dictionary or fixed-size binary kernel: a bound term knows the value
+    # type to decode to, and fixed-size bytes compare as the same bytes of variable length.
+    if not isinstance(term, BoundReference):
+        return _field(term)
+    target = pa.binary() if pa.types.is_fixed_size_binary(term.type) else term.type
+    return _field(term).cast(target)
 
 
 def _prefix(prefix: Any) -> str | bytes:
