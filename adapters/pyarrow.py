@@ -44,6 +44,7 @@ from hudi_expr import (
     AlwaysTrue,
     And,
     BindError,
+    BoundReference,
     EqualTo,
     Expression,
     GreaterThan,
@@ -61,6 +62,7 @@ from hudi_expr import (
     Or,
     StartsWith,
 )
+from hudi_expr.expressions import LiteralPredicate
 from hudi_expr.types import is_binary_like, is_string_like
 
 __all__ = ["Translation", "from_pyarrow", "parse_pyarrow", "to_pyarrow"]
@@ -232,7 +234,7 @@ _UNUSED: _Pair = (AlwaysTrue(), AlwaysTrue())
 _NEVER: _Pair = (AlwaysFalse(), AlwaysFalse())
 
 # Comparison name -> (its leaf, the name with the operands swapped).
-_COMPARISONS: dict[str, tuple[type[Expression], str]] = {
+_COMPARISONS: dict[str, tuple[type[LiteralPredicate], str]] = {
     "equal": (EqualTo, "equal"),
     "not_equal": (NotEqualTo, "not_equal"),
     "less": (LessThan, "greater"),
@@ -360,10 +362,10 @@ class _Translator:
         if self._approximate(name, lit):
             return self._widened(name, kind, value)
         leaf = _COMPARISONS[kind][0]
-        neg: Expression = _COMPARISONS[_NEGATED[kind]][0](name, value)  # type: ignore[call-arg]
+        neg: Expression = _COMPARISONS[_NEGATED[kind]][0](name, value)
         if kind in ("greater", "greater_equal") and self._may_be_nan(name, lit):
             neg = Or(neg, IsNaN(name))  # IEEE: NaN > v is FALSE, but NaN sorts above v in SQL
-        return self._checked(leaf(name, value), neg)  # type: ignore[call-arg]
+        return self._checked(leaf(name, value), neg)
 
     def _approximate(self, name: str, lit: pa.Scalar) -> bool:
         """Whether arrow may compare through doubles that are not the exact values.
@@ -479,7 +481,8 @@ class _Translator:
         except BindError:
             return None
         for leaf in bound.leaves():
-            return leaf.term.type  # type: ignore[union-attr]
+            if isinstance(leaf.term, BoundReference):
+                return leaf.term.type
         return None
 
     def _is_type(self, name: str, check: Any, default: bool = True) -> bool:

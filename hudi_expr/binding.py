@@ -212,7 +212,7 @@ def _bind_predicate(leaf: Predicate, ref: BoundReference) -> Expression:
     return _fold_comparison(type(leaf), ref, coerce_literal(leaf.literal, t, ref.name))
 
 
-def _bind_unary(leaf: Predicate, ref: BoundReference) -> Expression:
+def _bind_unary(leaf: UnaryPredicate, ref: BoundReference) -> Expression:
     if isinstance(leaf, (IsNaN, IsNotNaN)) and not is_float_type(ref.type):
         # Only floats hold NaN: isnan(x) is never TRUE elsewhere, NOT isnan(x) is x IS NOT NULL.
         return _ALWAYS_FALSE if isinstance(leaf, IsNaN) else IsNotNull(ref)
@@ -221,10 +221,10 @@ def _bind_unary(leaf: Predicate, ref: BoundReference) -> Expression:
     return type(leaf)(ref)
 
 
-def _fold_comparison(kind: type[Predicate], ref: BoundReference, c: Coerced) -> Expression:
+def _fold_comparison(kind: type[LiteralPredicate], ref: BoundReference, c: Coerced) -> Expression:
     """One comparison with a coerced literal, rewritten to keep exactly its TRUE rows."""
     if c.kind == "exact":
-        return kind(ref, c.value)  # type: ignore[call-arg]
+        return kind(ref, c.value)
     if c.kind == "between":
         # floor < v < ceil with nothing of the type in between: = never holds, < v is <= floor.
         return {

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -35,7 +35,7 @@ _VERSION = 1
 _HEADER = struct.Struct("<4sHHQ")
 _MAX_HASHES = 0xFFFF
 
-Values = pa.Array | pa.ChunkedArray | np.ndarray | Sequence[Any]
+Values: TypeAlias = pa.Array | pa.ChunkedArray | np.ndarray | Sequence[Any]
 
 
 class BloomFilterFormatError(HudiExprError, ValueError):
@@ -189,7 +189,7 @@ class BloomFilter:
         return self._num_hashes
 
     def _bytes(self) -> np.ndarray:
-        return np.frombuffer(self._bits, dtype=np.uint8)
+        return np.frombuffer(memoryview(self._bits), dtype=np.uint8)
 
     def add(self, value: Any, type: pa.DataType | None = None) -> None:
         """Add one value (ignored if null)."""
@@ -333,8 +333,8 @@ class BloomFilterSet:
         n = len(serialized)
         offset_type = np.int64 if pa.types.is_large_binary(t) else np.int32
         _, offsets_buf, data_buf = serialized.buffers()
-        bounds = np.frombuffer(offsets_buf, dtype=offset_type)[serialized.offset : serialized.offset + n + 1]
-        bounds = bounds.astype(np.int64)
+        window = slice(serialized.offset, serialized.offset + n + 1)
+        bounds: np.ndarray = np.frombuffer(offsets_buf, dtype=offset_type)[window].astype(np.int64)
         data = np.zeros(0, np.uint8) if data_buf is None else np.frombuffer(data_buf, dtype=np.uint8)
         starts, lengths = bounds[:-1], np.diff(bounds)
         has_filter = serialized.is_valid().to_numpy(zero_copy_only=False)

@@ -307,7 +307,7 @@ class Not(Expression):
     __slots__ = ("child",)
     child: Expression
 
-    def __new__(cls, child: Expression) -> Expression:  # type: ignore[misc]
+    def __new__(cls, child: Expression) -> Expression:  # type: ignore[misc]  # simplifies to any node
         child = _as_expression(child)
         if isinstance(child, Not):
             return child.child
@@ -337,7 +337,7 @@ class _Junction(Expression):
     _absorbing: ClassVar[type[_Constant]]
     _neutral: ClassVar[type[_Constant]]
 
-    def __new__(cls, *operands: Expression) -> Expression:  # type: ignore[misc]
+    def __new__(cls, *operands: Expression) -> Expression:  # type: ignore[misc]  # simplifies to any node
         kept: list[Expression] = []
         seen: set[Expression] = set()
         for op in operands:
@@ -361,8 +361,8 @@ class _Junction(Expression):
     @classmethod
     def _make(cls, left: Expression, right: Expression) -> Expression:
         node = object.__new__(cls)
-        lh, lw = (left._hash, left._width) if type(left) is cls else (hash(left), 1)  # type: ignore[attr-defined]
-        rh, rw = (right._hash, right._width) if type(right) is cls else (hash(right), 1)  # type: ignore[attr-defined]
+        lh, lw = (left._hash, left._width) if type(left) is cls else (hash(left), 1)
+        rh, rw = (right._hash, right._width) if type(right) is cls else (hash(right), 1)
         h = (lh * pow(_HASH_BASE, rw, _HASH_MOD) + rh) % _HASH_MOD
         node._set(left=left, right=right, _width=lw + rw, _hash=h)
         return node
@@ -382,8 +382,8 @@ class _Junction(Expression):
         while stack:
             node = stack.pop()
             if type(node) is type(self):
-                stack.append(node.right)  # type: ignore[attr-defined]
-                stack.append(node.left)  # type: ignore[attr-defined]
+                stack.append(node.right)
+                stack.append(node.left)
             else:
                 out.append(node)
         return out
@@ -767,7 +767,7 @@ class SetPredicate(Predicate):
     values: Any
     placeholders = frozenset({"column", "values"})
 
-    def __new__(cls, term: Any, values: Any) -> Expression:  # type: ignore[misc]
+    def __new__(cls, term: Any, values: Any) -> Expression:  # type: ignore[misc]  # IN (v) is = v
         t = _as_term(term)
         if isinstance(values, (pa.Array, pa.ChunkedArray)):
             vals: Any = _unique_array(values, cls.op)
@@ -872,10 +872,10 @@ def _invert(expr: Expression) -> Expression:
 def _leaf_equal(a: Predicate, b: Predicate) -> bool:
     if a.term != b.term:
         return False
-    if isinstance(a, LiteralPredicate):
-        return _literal_equal(a.literal, b.literal)  # type: ignore[attr-defined]
-    if isinstance(a, SetPredicate):
-        va, vb = a.values, b.values  # type: ignore[attr-defined]
+    if isinstance(a, LiteralPredicate) and isinstance(b, LiteralPredicate):
+        return _literal_equal(a.literal, b.literal)
+    if isinstance(a, SetPredicate) and isinstance(b, SetPredicate):
+        va, vb = a.values, b.values
         if isinstance(va, pa.Array) or isinstance(vb, pa.Array):
             return isinstance(va, pa.Array) and isinstance(vb, pa.Array) and _arrays_equal(va, vb)
         return len(va) == len(vb) and all(_literal_equal(x, y) for x, y in zip(va, vb, strict=True))
@@ -907,14 +907,15 @@ def _equal(a: Expression, b: Expression) -> bool:
             continue
         if type(x) is not type(y) or x._hash != y._hash:
             return False
-        if isinstance(x, _Junction):
-            xs, ys = x.operands(), y.operands()  # type: ignore[attr-defined]
+        # Same type (checked above): y is of x's kind too.
+        if isinstance(x, _Junction) and isinstance(y, _Junction):
+            xs, ys = x.operands(), y.operands()
             if len(xs) != len(ys):
                 return False
             stack.extend(zip(xs, ys, strict=True))
-        elif isinstance(x, Not):
-            stack.append((x.child, y.child))  # type: ignore[attr-defined]
-        elif isinstance(x, Predicate) and not _leaf_equal(x, y):  # type: ignore[arg-type]
+        elif isinstance(x, Not) and isinstance(y, Not):
+            stack.append((x.child, y.child))
+        elif isinstance(x, Predicate) and isinstance(y, Predicate) and not _leaf_equal(x, y):
             return False
     return True
 
@@ -936,10 +937,10 @@ class Column:
     def __hash__(self) -> int:
         return hash(self.ref)
 
-    def __eq__(self, other: Any) -> Expression:  # type: ignore[override]
+    def __eq__(self, other: Any) -> Expression:  # type: ignore[override]  # col("a") == 1 builds a leaf
         return EqualTo(self.ref, other)
 
-    def __ne__(self, other: Any) -> Expression:  # type: ignore[override]
+    def __ne__(self, other: Any) -> Expression:  # type: ignore[override]  # col("a") != 1 builds a leaf
         return NotEqualTo(self.ref, other)
 
     def __lt__(self, other: Any) -> Expression:

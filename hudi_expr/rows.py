@@ -29,7 +29,7 @@ def to_pyarrow(expr: Expression, schema: pa.Schema | None = None) -> pc.Expressi
     return _combine(visit(rewrite_not(expr), _RowFilter()))
 
 
-class _Chain(list):  # type: ignore[type-arg]
+class _Chain(list):
     """The operands of an AND (or OR) chain, combined in groups once complete (see ``_combine``)."""
 
     def __init__(self, op: str, items: list[pc.Expression]) -> None:

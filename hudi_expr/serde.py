@@ -123,7 +123,8 @@ def from_dict(data: Any) -> Expression:
             return cls(column)
         if issubclass(cls, SetPredicate):
             return cls(column, [_decode(v) for v in data["values"]])
-        return cls(column, _decode(data["value"]))  # type: ignore[call-arg]
+        assert issubclass(cls, LiteralPredicate)
+        return cls(column, _decode(data["value"]))
     except KeyError as exc:
         raise ExpressionFormatError(f"predicate {op!r} is missing {exc}") from None
     except (TypeError, ValueError) as exc:

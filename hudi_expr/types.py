@@ -39,7 +39,7 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _DATE_EPOCH = _dt.date(1970, 1, 1)
 _UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_FLOAT_DTYPES = {16: np.float16, 32: np.float32, 64: np.float64}
+_FLOAT_DTYPES: dict[int, type[np.floating]] = {16: np.float16, 32: np.float32, 64: np.float64}
 _ISO_FRACTION = re.compile(r"^(?P<head>.*?\d\d:\d\d:\d\d)\.(?P<frac>\d+)(?P<tail>.*)$")
 
 

@@ -862,7 +862,7 @@ def java_sort_keys(strings: Keys) -> pa.LargeBinaryArray:
     if data is None or not len(binary):
         return binary
     mapped = pa.py_buffer(_UTF16_ORDER[np.frombuffer(data, dtype=np.uint8)].tobytes())
-    return pa.Array.from_buffers(  # type: ignore[return-value]
+    return pa.Array.from_buffers(
         pa.large_binary(), len(binary), [validity, offsets, mapped], binary.null_count, binary.offset
     )
 

@@ -122,7 +122,7 @@ def _run(spark: SparkSession, task: _Task, groups: list[list[DataFile]], what: s
     except Exception as exc:
         raise SparkBuildError(f"{what} failed on Spark: {_last_line(exc)}") from exc
     finally:
-        sc.setLocalProperty("spark.job.description", previous)  # type: ignore[arg-type]
+        sc.setLocalProperty("spark.job.description", previous)  # type: ignore[arg-type]  # None unsets it
     by_group = dict(collected)
     return [by_group[i] for i in range(len(groups))]
 
