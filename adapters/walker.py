@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from adapters import widening
 from hudi_expr import (
@@ -364,16 +364,6 @@ _FLIPPED: dict[type[LiteralPredicate], type[LiteralPredicate]] = {
     GreaterThan: LessThan,
     GreaterThanOrEqual: LessThanOrEqual,
 }
-_NEGATED: dict[type[LiteralPredicate], type[LiteralPredicate]] = {
-    EqualTo: NotEqualTo,
-    NotEqualTo: EqualTo,
-    LessThan: GreaterThanOrEqual,
-    LessThanOrEqual: GreaterThan,
-    GreaterThan: LessThanOrEqual,
-    GreaterThanOrEqual: LessThan,
-}
-
-
 def _sides(nodes: NodeAccessors[N], left: N, right: N) -> tuple[Column, N, bool]:
     """The column side, the other side, and whether they were swapped (the column was on the right)."""
     try:
@@ -387,7 +377,9 @@ def _comparison(nodes: NodeAccessors[N], shape: Comparison[N], neg: bool) -> Exp
     value = nodes.literal(other)
     if value is NULL:
         return AlwaysFalse()  # NULL, and NOT NULL is NULL too
-    op = (shape.negation or _NEGATED[shape.op]) if neg else shape.op
+    # Exact under three-valued logic: NOT (a < v) is a >= v, NULL where a is NULL either way. A
+    # negation pair is of one kind (checked where the leaves are declared).
+    op = (shape.negation or cast(type[LiteralPredicate], shape.op.negation)) if neg else shape.op
     return _compare(_FLIPPED[op] if swapped else op, column, value)
 
 
