@@ -200,3 +200,13 @@ def null_where(arr: pa.Array, unknown: np.ndarray) -> pa.Array:
     if not unknown.any():
         return arr
     return pc.if_else(pa.array(unknown), pa.scalar(None, arr.type), arr)
+
+
+def matching_files(con: Any, glob: str, where: str) -> set[str]:
+    """Names of the parquet files under ``glob`` holding a row where ``where`` is TRUE, found by
+    DuckDB (``con``) reading every file: what a benchmark checks no pruning skipped."""
+    rows = con.execute(
+        f"SELECT DISTINCT filename FROM read_parquet('{glob}', filename = true, can_have_nan = true) "
+        f"WHERE {where}"
+    ).fetchall()
+    return {os.path.basename(r[0]) for r in rows}

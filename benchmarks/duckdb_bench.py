@@ -44,7 +44,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from adapters.duckdb import parse_predicate, plan, register, sql
-from benchmarks.common import best, machine
+from benchmarks.common import best, machine_line, matching_files
 from index_store import open_table
 from scripts.tpch import generate, write_files
 
@@ -75,10 +75,6 @@ def _timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t0
 
 
-def machine_line() -> str:
-    return f"machine: {machine()}, duckdb {duckdb.__version__}, deltalake {deltalake.__version__}"
-
-
 def make_delta(files: Sequence[Path], folder: Path) -> tuple[deltalake.DeltaTable, float]:
     """The same data files (hard links, else copies) as a Delta table with footer statistics."""
     folder.mkdir(parents=True)
@@ -90,15 +86,6 @@ def make_delta(files: Sequence[Path], folder: Path) -> tuple[deltalake.DeltaTabl
     t0 = time.perf_counter()
     deltalake.convert_to_deltalake(str(folder), collect_stats=True)
     return deltalake.DeltaTable(str(folder)), time.perf_counter() - t0
-
-
-def matching_files(con: duckdb.DuckDBPyConnection, glob: str, where: str) -> set[str]:
-    """Names of the data files holding at least one row where ``where`` is TRUE."""
-    rows = con.execute(
-        f"SELECT DISTINCT filename FROM read_parquet('{glob}', filename = true, can_have_nan = true) "
-        f"WHERE {where}"
-    ).fetchall()
-    return {Path(r[0]).name for r in rows}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -122,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(args: argparse.Namespace, work: Path, tables: Path) -> int:
     """Write and index the table, run the queries, print the table; 1 if a check failed."""
 
-    print(machine_line())
+    print(machine_line(duckdb, deltalake))
     t0 = time.perf_counter()
     source = generate(args.scale, work / "tpch")["lineitem"]
     gen_s = time.perf_counter() - t0

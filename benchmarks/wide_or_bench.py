@@ -48,15 +48,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from adapters.duckdb import parse_predicate, plan, register, sql
-from benchmarks.common import best, machine
+from benchmarks.common import best, machine_line, matching_files
 from index_store import open_table
 from scripts.tpch import generate, write_files
 
 SELECT = "count(*), sum(l_quantity), sum(l_extendedprice)"
-
-
-def machine_line() -> str:
-    return f"machine: {machine()}, duckdb {duckdb.__version__}"
 
 
 def or_clause(keys: Sequence[int]) -> str:
@@ -85,18 +81,6 @@ def _distinct_keys(files: Sequence[Path]) -> np.ndarray:
     return np.unique(np.concatenate([k.to_numpy() for k in keys]))
 
 
-def matching_files(con: duckdb.DuckDBPyConnection, glob: str, where: str) -> set[str]:
-    """Names of the data files holding at least one row where ``where`` is TRUE.
-
-    Given the IN form of the keys: the same rows as the OR of integer equalities, found in a second.
-    """
-    rows = con.execute(
-        f"SELECT DISTINCT filename FROM read_parquet('{glob}', filename = true, can_have_nan = true) "
-        f"WHERE {where}"
-    ).fetchall()
-    return {Path(r[0]).name for r in rows}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--scale", type=float, default=0.1, help="TPC-H scale factor")
@@ -118,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(args: argparse.Namespace, work: Path, tables: Path) -> int:
     """Write and index the table, run the queries, print the table; 1 if a check failed."""
-    print(machine_line())
+    print(machine_line(duckdb))
     source = generate(args.scale, work / "tpch", tables=("lineitem",))["lineitem"]
     folder = tables / "lineitem"
     if not folder.is_dir():
