@@ -364,6 +364,8 @@ _FLIPPED: dict[type[LiteralPredicate], type[LiteralPredicate]] = {
     GreaterThan: LessThan,
     GreaterThanOrEqual: LessThanOrEqual,
 }
+
+
 def _sides(nodes: NodeAccessors[N], left: N, right: N) -> tuple[Column, N, bool]:
     """The column side, the other side, and whether they were swapped (the column was on the right)."""
     try:
