@@ -18,28 +18,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cli_run import run
 
 from adapters.cli import main
 
 HUDI_INDEX = str(Path(sys.executable).parent / "hudi-index")
-
-
-@pytest.fixture
-def table(tmp_path: Path) -> Path:
-    root = tmp_path / "t"
-    for region in ("eu", "us"):
-        (root / f"region={region}").mkdir(parents=True)
-        for i in range(3):
-            start = (0 if region == "eu" else 1000) + i * 100
-            data = pa.table({"id": np.arange(start, start + 10), "x": np.linspace(0, 1, 10)})
-            pq.write_table(data, root / f"region={region}" / f"f{i}.parquet")
-    return root
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def kept(table: Path, *paths: str) -> list[str]:

@@ -23,8 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from adapters.cli import main
+from cli_run import run
 
 NOBODY = 65534
 SETPRIV_DROP = "--bounding-set=-dac_override,-dac_read_search"
@@ -37,12 +36,6 @@ def table(tmp_path: Path) -> Path:
     for i in range(4):
         pq.write_table(pa.table({"id": np.arange(i * 100, i * 100 + 10)}), root / f"f{i}.parquet")
     return root
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def one_line(err: str) -> str:
