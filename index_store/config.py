@@ -24,8 +24,15 @@ class IndexConfig:
     bloom_columns: tuple[str, ...] = ()  # columns with a bloom filter per file
     fpp: float = 0.01  # the bloom filters' false-positive rate
     exact_columns: tuple[str, ...] = ()  # columns whose per-file bounds are the values
+    # Record keys (tagging): the key generator's fields, and the column holding the encoded key
+    # when data files store it (Hudi's ``_hoodie_record_key``). Empty: no key information.
+    key_fields: tuple[str, ...] = ()
+    key_column: str | None = None
+    key_fpp: float = 1e-6  # false-positive rate of the per-file key filters this library writes
+    record_index: bool = False  # whether the ``record_index`` partition is maintained
 
-    VERSION: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 2
+    READS: ClassVar[tuple[int, ...]] = (1, 2)  # version 1 had no record key settings
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -35,6 +42,10 @@ class IndexConfig:
             "bloom_columns": list(self.bloom_columns),
             "fpp": self.fpp,
             "exact_columns": list(self.exact_columns),
+            "key_fields": list(self.key_fields),
+            "key_column": self.key_column,
+            "key_fpp": self.key_fpp,
+            "record_index": self.record_index,
         }
 
     @classmethod
@@ -44,13 +55,21 @@ class IndexConfig:
         Raises ``ValueError`` for a version this release does not know, or malformed values.
         """
         version = info.get("config_version", 1)
-        if version != cls.VERSION:
-            raise ValueError(f"index configuration version {version!r} (this release reads {cls.VERSION})")
+        if version not in cls.READS:
+            raise ValueError(
+                f"index configuration version {version!r} (this release reads {list(cls.READS)}): "
+                "the index was written by a newer release; upgrade, or rebuild it with this one"
+            )
         record_key = info.get("record_key")
+        key_column = info.get("key_column")
         return cls(
             table_kind=str(info.get("table_kind", "")),
             record_key=None if record_key is None else str(record_key),
             bloom_columns=tuple(str(c) for c in info.get("bloom_columns", ())),
             fpp=float(info.get("fpp", 0.01)),
             exact_columns=tuple(str(c) for c in info.get("exact_columns", ())),
+            key_fields=tuple(str(c) for c in info.get("key_fields", ())),
+            key_column=None if key_column is None else str(key_column),
+            key_fpp=float(info.get("key_fpp", 1e-6)),
+            record_index=bool(info.get("record_index", False)),
         )

@@ -51,3 +51,26 @@ class IndexNotWritableError(IndexStoreError, PermissionError):
             "DIR (Python: open_table(table, index_path=DIR))"
         )
         self.index_root = index_root
+
+
+class RecordKeyError(IndexStoreError, ValueError):
+    """Record keys given for tagging (or found in a table) that cannot be used: a key column
+    missing or of an unsupported type, null keys, no key configured for the table."""
+
+
+class IndexStaleError(IndexStoreError):
+    """The table changed since the index was last synced, and the operation needs it current
+    (tagging: a key in an unindexed file would be reported as an insert)."""
+
+    def __init__(self, table: str, reason: str) -> None:
+        super().__init__(
+            f"the index of {table} is stale ({reason}): run hudi-index sync {table} "
+            "(Python: IndexedTable.sync(), or tag(..., sync=True))"
+        )
+        self.table = table
+        self.reason = reason
+
+
+class DuplicateKeyError(IndexStoreError):
+    """A record key is in more than one live data file: the table breaks its own key uniqueness,
+    so no single file can be named as the key's location."""

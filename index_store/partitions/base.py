@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from hudi_expr import BloomFilter, FileStats
 from index_store.errors import IndexCorruptError
+from index_store.hudi_bloom import HudiBloomFilter
 from index_store.tables.base import DataFile
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INDEX_FILE_SUFFIX",
     "Batch",
+    "FileKeys",
     "LiveIndex",
     "Partition",
     "open_index_file",
@@ -46,6 +48,24 @@ _MAX_ROW_GROUP = 262_144
 
 
 @dataclass(frozen=True)
+class FileKeys:
+    """The record keys of a batch of data files (tables with a record key), aligned with its files.
+
+    Bounds are each file's smallest and largest key (null: the file holds no key), in the order of
+    whoever computed them: Hudi's writers (Java ``String`` or UTF-8 byte order, see
+    ``index_store.hudi_bloom.footer_key_bounds``) or this library's build (Java order). ``filters``
+    are Hudi-format bloom filters of the keys (None: no filter, any key may be there). ``keys``
+    holds every key, only when a record index is being built: columns ``key`` (string) and
+    ``file`` (int32, the position of its data file in the batch).
+    """
+
+    min_key: pa.StringArray
+    max_key: pa.StringArray
+    filters: Sequence[HudiBloomFilter | None]
+    keys: pa.Table | None = None
+
+
+@dataclass(frozen=True)
 class Batch:
     """What one commit tells the partitions: data files newly indexed, and files forgotten."""
 
@@ -56,6 +76,7 @@ class Batch:
     blooms: Mapping[str, Sequence[BloomFilter | None]] = field(default_factory=dict)
     exact_columns: Sequence[str] = ()  # columns whose bounds are the values (partition columns)
     tombstones: Sequence[tuple[str, int]] = ()  # (path, file_idx) of files no longer live
+    record_keys: FileKeys | None = None  # tables with a record key: their files' keys
 
 
 @dataclass(frozen=True)
