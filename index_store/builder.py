@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -25,11 +25,23 @@ from hudi_expr import BloomFilter, ColumnStats, FileStats
 from hudi_expr.footer import stats_from_footers, unify_schemas
 from hudi_expr.stats import leaf_columns
 from index_store.errors import TableFormatError
+from index_store.hudi_bloom import (
+    SIMPLE,
+    HudiBloomFilter,
+    HudiBloomFormatError,
+    footer_key_bounds,
+    java_argsort,
+)
+from index_store.partitions.base import FileKeys
 from index_store.tables.base import DataFile
+
+if TYPE_CHECKING:
+    from index_store.record_key import RecordKeySpec
 
 __all__ = [
     "BuiltFiles",
     "ComputeStats",
+    "compute_file_keys",
     "compute_stats",
     "compute_stats_from_footers",
     "merge_built",
@@ -250,3 +262,81 @@ def _parallel(fn: Callable[[T], R], items: Sequence[T], workers: int, show: bool
                 results.append(r)
                 bar.update()
             return results
+
+
+def compute_file_keys(
+    root: str,
+    files: Sequence[DataFile],
+    spec: RecordKeySpec,
+    fpp: float,
+    with_keys: bool = False,
+    progress: bool | None = None,
+    workers: int | None = None,
+) -> FileKeys:
+    """Key bounds and Hudi bloom filters of ``files`` (and every key, ``with_keys``, for a record
+    index). A Hudi base file's footer filter and bounds are taken as they are; other files (and
+    footers without them, or with a corrupt filter) have their key columns read, their bounds
+    computed in Java order and a ``SIMPLE`` filter sized to their key count at ``fpp``."""
+    paths = [os.path.join(root, f.path) for f in files]
+    per_file = _parallel(
+        lambda path: _file_keys(path, spec, fpp, with_keys),
+        paths,
+        _workers(workers),
+        _show(progress),
+        "record keys",
+    )
+    keys = None
+    if with_keys:
+        arrays = [k for *_, k in per_file]
+        counts = np.array([len(k) if k is not None else 0 for k in arrays], dtype=np.int64)
+        keys = pa.table(
+            {
+                "key": pa.concat_arrays([k for k in arrays if k is not None] or [pa.array([], pa.string())]),
+                "file": pa.array(np.repeat(np.arange(len(files), dtype=np.int32), counts)),
+            }
+        )
+    return FileKeys(
+        pa.array([lo for lo, _, _, _ in per_file], pa.string()),
+        pa.array([hi for _, hi, _, _ in per_file], pa.string()),
+        [f for _, _, f, _ in per_file],
+        keys,
+    )
+
+
+def _file_keys(
+    path: str, spec: RecordKeySpec, fpp: float, with_keys: bool
+) -> tuple[str | None, str | None, HudiBloomFilter | None, pa.StringArray | None]:
+    pf = _open_parquet(path)
+    footer_filter: HudiBloomFilter | None = None
+    bounds = None
+    if spec.column is not None:
+        try:
+            footer_filter = HudiBloomFilter.from_footer(pf.metadata)
+        except HudiBloomFormatError:
+            footer_filter = None  # a corrupt footer filter: read the keys instead, never trust it
+        bounds = footer_key_bounds(pf.metadata)
+        empty = pf.metadata.num_rows == 0
+        if footer_filter is not None and (bounds is not None or empty) and not with_keys:
+            return (*(bounds or (None, None)), footer_filter, None)
+    present = set(pf.schema_arrow.names)
+    missing = [c for c in spec.read_columns if c not in present]
+    if missing:
+        raise TableFormatError(f"data file {path} has no record key column {missing[0]!r}")
+    try:
+        table = pf.read(columns=list(spec.read_columns))
+    except (pa.ArrowException, OSError) as exc:
+        raise TableFormatError(f"data file {path} is not readable parquet: {exc}") from None
+    keys = spec.keys_of(table)
+    if keys.null_count:
+        raise TableFormatError(f"data file {path} has {keys.null_count} rows with a null record key")
+    if not len(keys):
+        return None, None, footer_filter, keys if with_keys else None
+    if bounds is None:
+        order = java_argsort(keys)
+        bounds = (keys[int(order[0])].as_py(), keys[int(order[-1])].as_py())
+    if footer_filter is not None:  # Hudi's filter, bounds from its footer or from the keys
+        return (*bounds, footer_filter, keys if with_keys else None)
+    low, high = bounds
+    bloom = HudiBloomFilter.create(len(keys), fpp, SIMPLE)
+    bloom.add_all(keys)
+    return low, high, bloom, keys if with_keys else None

@@ -28,6 +28,7 @@ class IndexConfig:
     # when data files store it (Hudi's ``_hoodie_record_key``). Empty: no key information.
     key_fields: tuple[str, ...] = ()
     key_column: str | None = None
+    key_generator: str = ""  # "simple" or "complex" (index_store.record_key.RecordKeySpec)
     key_fpp: float = 1e-6  # false-positive rate of the per-file key filters this library writes
     record_index: bool = False  # whether the ``record_index`` partition is maintained
 
@@ -44,6 +45,7 @@ class IndexConfig:
             "exact_columns": list(self.exact_columns),
             "key_fields": list(self.key_fields),
             "key_column": self.key_column,
+            "key_generator": self.key_generator,
             "key_fpp": self.key_fpp,
             "record_index": self.record_index,
         }
@@ -70,6 +72,7 @@ class IndexConfig:
             exact_columns=tuple(str(c) for c in info.get("exact_columns", ())),
             key_fields=tuple(str(c) for c in info.get("key_fields", ())),
             key_column=None if key_column is None else str(key_column),
+            key_generator=str(info.get("key_generator", "")),
             key_fpp=float(info.get("key_fpp", 1e-6)),
             record_index=bool(info.get("record_index", False)),
         )

@@ -27,13 +27,15 @@ from hudi_expr.explain import Explanation
 from hudi_expr.inclusive import prepare
 from hudi_expr.stats import leaf_columns
 from index_store import tables as _tables
-from index_store.builder import BuiltFiles, ComputeStats, compute_stats
+from index_store.builder import BuiltFiles, ComputeStats, compute_file_keys, compute_stats
 from index_store.commit import commit, writable
 from index_store.config import IndexConfig
 from index_store.errors import (
     CommitConflictError,
     IndexCorruptError,
     IndexNotBuiltError,
+    IndexStaleError,
+    RecordKeyError,
 )
 from index_store.partitions import (
     FILES_SCHEMA,
@@ -44,8 +46,14 @@ from index_store.partitions import (
     read_blooms,
     read_column_stats,
     read_files,
+    read_record_keys,
 )
+from index_store.partitions.base import FileKeys
+from index_store.partitions.record_index import lookup_record_keys
+from index_store.partitions.record_keys import KeyFilters
+from index_store.record_key import RecordKeySpec
 from index_store.tables.base import DataFile, TableReader
+from index_store.tagging.tagger import RecordMatches, TagContext, tag_keys
 from index_store.timeline import Commit, IndexTimeline, Snapshot
 
 __all__ = ["IndexedTable", "PruneResult", "open_table"]
@@ -132,6 +140,18 @@ class _Loaded:
         self.paths = self.files["path"].combine_chunks()
         self.columns: dict[str, Any] = {}
         self.blooms: dict[str, Any] = {}
+        self.key_filters: KeyFilters | None = None
+        self._partitions: pa.StringArray | None = None
+
+    def partitions(self, root: Path) -> pa.StringArray:
+        """Each live file's partition path (read on first use: pruning does not need it)."""
+        if self._partitions is None:
+            if "partition" in self.files.column_names:
+                column = self.files["partition"]
+            else:
+                column = read_files(root, self.snap.live["files"], ["partition"])["partition"]
+            self._partitions = column.combine_chunks().cast(pa.string())
+        return self._partitions
 
 
 class IndexedTable:
@@ -254,6 +274,90 @@ class IndexedTable:
             _explain=explanation,
         )
 
+    def tag(
+        self,
+        keys: pa.Array | pa.ChunkedArray | pa.Table | Sequence[str],
+        partitions: pa.Array | pa.ChunkedArray | Sequence[str | None] | None = None,
+        using: Literal["auto", "bloom", "record"] = "auto",
+        *,
+        sync: bool = False,
+    ) -> pa.Table:
+        """Which data file holds each record key (an update), and which keys are new (inserts).
+
+        ``keys``: record key strings exactly as Hudi writes ``_hoodie_record_key``, or a table of
+        the key columns, encoded with the table's key generator. ``partitions`` (aligned with
+        ``keys``): tag each key within its partition only (Hudi's non-global index); without it the
+        whole table is searched. ``using``: ``bloom`` (key ranges, bloom filters, then reading the
+        candidates' key columns), ``record`` (the record index) or ``auto`` (the record index when
+        built). Returns one row per key, in input order: ``key``, ``partition``, ``file`` (absolute
+        path; null for an insert); ``index_store.tagging.tag_stats(result)`` gives per-stage counts.
+
+        The index must be current: files added or rewritten since the last sync raise
+        ``IndexStaleError`` (``sync=True`` syncs first), since a key in an unindexed file would
+        otherwise be reported as an insert. Null keys raise ``RecordKeyError``.
+        """
+        loaded = self._load()
+        if not loaded.snap.version:
+            raise IndexNotBuiltError(self.root)
+        config = loaded.snap.config
+        spec = _spec_of(config)
+        if spec is None:
+            raise RecordKeyError(
+                f"the index of {self.root} holds no record keys: build it with the key columns, "
+                "build(record_key=[...]) (CLI: hudi-index build --record-key a,b)"
+            )
+        if using not in ("auto", "bloom", "record"):
+            raise ValueError(f"using must be 'auto', 'bloom' or 'record', not {using!r}")
+        if using == "record" and not config.record_index:
+            raise RecordKeyError(
+                f"the index of {self.root} has no record index: build it with record_index=True "
+                "(CLI: hudi-index build --record-index), or tag with using='bloom'"
+            )
+        method = "record" if using == "record" or (using == "auto" and config.record_index) else "bloom"
+        key_array = _key_array(keys, spec)
+        part_array = _partition_array(partitions, len(key_array))
+
+        listing = self.reader.list_files()
+        on_disk = pa.array([f.path for f in listing], pa.string())
+        present, changed = _compare_with_disk(loaded, listing, on_disk)
+        unknown = int(pc.sum(pc.invert(pc.is_in(on_disk, value_set=loaded.paths))).as_py() or 0)
+        if unknown or changed.any():
+            reason = ", ".join(
+                part
+                for part in (
+                    f"{_files(unknown)} not in the index" if unknown else "",
+                    f"{_files(int(changed.sum()))} changed since indexed" if changed.any() else "",
+                )
+                if part
+            )
+            if not sync:
+                raise IndexStaleError(self.root, reason)
+            self.sync()
+            return self.tag(keys, partitions, using)
+
+        def key_filters() -> KeyFilters:
+            if loaded.key_filters is None:
+                loaded.key_filters = read_record_keys(
+                    self.index_root, loaded.snap.live.get("record_keys", ()), loaded.file_idx
+                )
+            return loaded.key_filters
+
+        def record_lookup(wanted: pa.Array) -> RecordMatches:
+            found = lookup_record_keys(self.index_root, loaded.snap.live.get("record_index", ()), wanted)
+            return RecordMatches(found.key_pos, found.file_idx, found.bytes_read)
+
+        context = TagContext(
+            root=self.root,
+            paths=loaded.paths,
+            partitions=loaded.partitions(self.index_root),
+            file_idx=loaded.file_idx,
+            present=present,
+            spec=spec,
+            key_filters=key_filters,
+            record_lookup=record_lookup if config.record_index else None,
+        )
+        return tag_keys(context, key_array, part_array, method)
+
     def _prune_without_columns(self, not_used: tuple[str, ...]) -> PruneResult:
         """The index was built when the table had no data files: whatever is there now is unknown."""
         on_disk = self._abs_all(f.path for f in self.reader.list_files())
@@ -278,8 +382,16 @@ class IndexedTable:
         progress: bool | None = None,
         compute: ComputeStats | None = None,
         rebuild: bool = False,
+        record_key: str | Sequence[str] | None = None,
+        record_index: bool = False,
+        key_fpp: float = 1e-6,
     ) -> int:
         """Index every live data file from scratch (a checkpoint commit); returns its version.
+
+        Tables with a record key (Hudi tables; plain ones given ``record_key``, one column or
+        several, encoded as Hudi's key generators do) also get each file's key bounds and a Hudi
+        bloom filter of its keys (taken from Hudi footers when there, else built at ``key_fpp``),
+        for ``tag``; ``record_index`` adds the record-level index (key -> file).
 
         A build never reads the index it replaces, so it also repairs a corrupt one (readers replay
         from the newest checkpoint). ``rebuild`` first moves the whole index folder aside (to
@@ -287,6 +399,12 @@ class IndexedTable:
         ``compute_stats`` (same arguments and result), e.g. to compute the stats on a cluster;
         listing and committing stay here, so the index is the same.
         """
+        spec = self._key_spec(record_key)
+        if record_index and spec is None:
+            raise RecordKeyError(
+                f"a record index needs a record key: {self.root} has none; name its key columns with "
+                "build(record_key=[...]) (CLI: --record-key a,b)"
+            )
         if rebuild:
             self._move_aside()
         files = self.reader.list_files()
@@ -303,10 +421,17 @@ class IndexedTable:
         )
         if compute is not None and [f.path for f in built.files] != [f.path for f in files]:
             raise ValueError("compute returned stats of other files than it was given (or out of order)")
-        config = self._config(bloom_columns, fpp)
+        file_keys = (
+            compute_file_keys(self.root, files, spec, key_fpp, record_index, progress)
+            if spec is not None
+            else None
+        )
+        config = self._config(bloom_columns, fpp, spec, key_fpp, record_index)
 
         def prepare_commit(snap: Snapshot) -> Commit:
-            added = self._write_batch(built, np.arange(len(files), dtype=np.int64), snap.version + 1)
+            added = self._write_batch(
+                built, np.arange(len(files), dtype=np.int64), snap.version + 1, record_keys=file_keys
+            )
             return Commit(
                 version=snap.version + 1,
                 operation="build",
@@ -361,6 +486,14 @@ class IndexedTable:
             fpp=snap.config.fpp,
             progress=progress,
         )
+        spec = _spec_of(snap.config)
+        file_keys = (
+            compute_file_keys(
+                self.root, add_files, spec, snap.config.key_fpp, snap.config.record_index, progress
+            )
+            if spec is not None
+            else None
+        )
         touched = set(remove_paths) | {f.path for f in add_files}
         first_seen: dict[str, int] | None = None  # our paths' index entries at the first attempt
 
@@ -386,7 +519,9 @@ class IndexedTable:
             gone = remove_paths + [
                 f.path for f in add_files if f.path in live_paths and f.path not in remove_paths
             ]
-            written = self._write_batch(built, idx, version, tombstones=[(p, live_paths[p]) for p in gone])
+            written = self._write_batch(
+                built, idx, version, tombstones=[(p, live_paths[p]) for p in gone], record_keys=file_keys
+            )
             return Commit(
                 version=version,
                 operation="update",
@@ -490,10 +625,18 @@ class IndexedTable:
         file_idx: np.ndarray,
         version: int,
         tombstones: Sequence[tuple[str, int]] = (),
+        record_keys: FileKeys | None = None,
     ) -> dict[str, list[str]]:
         """Offer the batch to every partition; what each wrote, by partition name."""
         batch = Batch(
-            built.files, file_idx, version, built.stats, built.blooms, built.exact_columns, tombstones
+            built.files,
+            file_idx,
+            version,
+            built.stats,
+            built.blooms,
+            built.exact_columns,
+            tombstones,
+            record_keys,
         )
         added = {}
         for partition in REGISTRY:
@@ -502,14 +645,36 @@ class IndexedTable:
                 added[partition.name] = [rel]
         return added
 
-    def _config(self, bloom_columns: Sequence[str], fpp: float) -> IndexConfig:
+    def _config(
+        self,
+        bloom_columns: Sequence[str],
+        fpp: float,
+        spec: RecordKeySpec | None = None,
+        key_fpp: float = 1e-6,
+        record_index: bool = False,
+    ) -> IndexConfig:
         return IndexConfig(
             table_kind=self.reader.kind,
             record_key=self.reader.record_key_field(),
             bloom_columns=tuple(bloom_columns),
             fpp=fpp,
             exact_columns=tuple(self.reader.partition_schema().names),
+            key_fields=spec.fields if spec is not None else (),
+            key_column=spec.column if spec is not None else None,
+            key_generator=spec.generator if spec is not None else "",
+            key_fpp=key_fpp,
+            record_index=record_index,
         )
+
+    def _key_spec(self, record_key: str | Sequence[str] | None) -> RecordKeySpec | None:
+        """The table's record key: the columns given, else what a Hudi table declares, else none."""
+        if record_key is not None:
+            fields = (record_key,) if isinstance(record_key, str) else tuple(record_key)
+            if not fields or not all(isinstance(f, str) and f for f in fields):
+                raise RecordKeyError(f"record_key must name one or more columns, got {record_key!r}")
+            return RecordKeySpec(fields, None, "simple" if len(fields) == 1 else "complex")
+        declared = getattr(self.reader, "record_key_spec", None)
+        return declared() if declared is not None else None
 
     def _rel(self, path: str) -> str:
         if os.path.isabs(path):
@@ -530,6 +695,55 @@ class IndexedTable:
                 raise FileNotFoundError(f"not live data files of {self.root}: {missing[:3]}")
             described += [listing[p] for p in sorted(wanted)]
         return described
+
+
+def _key_array(keys: Any, spec: RecordKeySpec) -> pa.StringArray:
+    """Record key strings from what ``tag`` was given (a table of key columns is encoded)."""
+    if isinstance(keys, pa.Table | pa.RecordBatch):
+        array = spec.encode(keys)
+    elif isinstance(keys, pa.ChunkedArray):
+        array = keys.combine_chunks()
+    elif isinstance(keys, pa.Array):
+        array = keys
+    else:
+        items = list(keys)
+        if any(not isinstance(k, str) and k is not None for k in items):
+            raise RecordKeyError("keys must be record key strings (or a pyarrow Table of the key columns)")
+        array = pa.array(items, pa.string())
+    if pa.types.is_dictionary(array.type):
+        array = array.cast(array.type.value_type)
+    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        raise RecordKeyError(
+            f"keys must be strings as Hudi writes _hoodie_record_key, got {array.type}; pass a pyarrow "
+            f"Table of the key columns {list(spec.fields)} to have them encoded"
+        )
+    if array.null_count:
+        raise RecordKeyError(
+            f"{array.null_count} of {len(array)} record keys are null: a record key is never null"
+        )
+    return array.cast(pa.string())
+
+
+def _partition_array(partitions: Any, n: int) -> pa.StringArray | None:
+    if partitions is None:
+        return None
+    array = partitions.combine_chunks() if isinstance(partitions, pa.ChunkedArray) else partitions
+    if not isinstance(array, pa.Array):
+        array = pa.array(list(array), pa.string())
+    if len(array) != n:
+        raise RecordKeyError(f"partitions has {len(array)} entries for {n} keys: give one per key")
+    if pa.types.is_dictionary(array.type):
+        array = array.cast(array.type.value_type)
+    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        raise RecordKeyError(f"partitions must be partition path strings, got {array.type}")
+    return array.cast(pa.string())
+
+
+def _spec_of(config: IndexConfig) -> RecordKeySpec | None:
+    """The record key an index was built with (None: built without key information)."""
+    if not config.key_fields and config.key_column is None:
+        return None
+    return RecordKeySpec(config.key_fields, config.key_column, config.key_generator or "simple")
 
 
 def _compare_with_disk(

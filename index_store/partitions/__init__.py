@@ -25,6 +25,18 @@ from index_store.partitions.column_stats import (
     write_column_stats,
 )
 from index_store.partitions.files import FILES_SCHEMA, LOAD_COLUMNS, FilesPartition, read_files, write_files
+from index_store.partitions.record_index import (
+    RECORD_INDEX_SCHEMA,
+    RecordIndexPartition,
+    lookup_record_keys,
+    read_record_index,
+)
+from index_store.partitions.record_keys import (
+    RECORD_KEYS_SCHEMA,
+    KeyFilters,
+    RecordKeysPartition,
+    read_record_keys,
+)
 
 __all__ = [
     "BLOOM_SCHEMA",
@@ -33,14 +45,20 @@ __all__ = [
     "FILES_SCHEMA",
     "INDEX_FILE_SUFFIX",
     "LOAD_COLUMNS",
+    "RECORD_INDEX_SCHEMA",
+    "RECORD_KEYS_SCHEMA",
     "REGISTRY",
     "Batch",
+    "KeyFilters",
     "LiveIndex",
     "Partition",
     "Registry",
+    "lookup_record_keys",
     "read_blooms",
     "read_column_stats",
     "read_files",
+    "read_record_index",
+    "read_record_keys",
     "row_groups_holding",
     "write_blooms",
     "write_column_stats",
@@ -76,4 +94,10 @@ class Registry:
         return name in self._partitions
 
 
-REGISTRY = Registry(FilesPartition(), ColumnStatsPartition(), BloomFiltersPartition())
+REGISTRY = Registry(
+    FilesPartition(),
+    ColumnStatsPartition(),
+    BloomFiltersPartition(),
+    RecordKeysPartition(),
+    RecordIndexPartition(),
+)

@@ -17,7 +17,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -29,6 +29,9 @@ from index_store.tables.base import DataFile
 from index_store.tables.hive import HIVE_NULL
 from index_store.tables.hudi_timeline import HudiTimeline, read_properties
 from index_store.tables.plain import require_directory
+
+if TYPE_CHECKING:
+    from index_store.record_key import RecordKeySpec
 
 __all__ = ["RECORD_KEY_META_FIELD", "HudiCowTable", "parse_base_file_name"]
 
@@ -390,6 +393,13 @@ class HudiCowTable:
                 return RECORD_KEY_META_FIELD
         keys = [k.strip() for k in self._prop("hoodie.table.recordkey.fields").split(",") if k.strip()]
         return keys[0] if len(keys) == 1 else None
+
+    def record_key_spec(self) -> RecordKeySpec | None:
+        """How the table makes record keys, from its own ``.hoodie/hoodie.properties`` and a base
+        file's schema (does it store ``_hoodie_record_key``?)."""
+        from index_store.record_key import RecordKeySpec
+
+        return RecordKeySpec.from_hudi_properties(self.properties, self._snapshot().file_schema)
 
 
 _UNKNOWN = object()

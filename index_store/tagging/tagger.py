@@ -1,0 +1,257 @@
+"""Tagging incoming record keys with the data file holding each (Hudi RFC-37's upsert index).
+
+Two methods, both over distinct inputs and vectorized per stage:
+
+- ``bloom``: key ranges (``ranges.stab``), then each surviving (key, file) pair probed against the
+  file's Hudi bloom filter (each key hashed once), then the pairs left confirmed by reading the
+  files' key columns (``verify``). Exact: a key is reported only in a file that holds it.
+- ``record``: the record index maps each key to its file directly. Exact as long as the index is
+  current, which the caller checks (a stale index is refused before tagging starts).
+
+A key found in two live files is a ``DuplicateKeyError``: the table breaks key uniqueness and no
+single location is right.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from index_store.errors import DuplicateKeyError
+from index_store.partitions.record_keys import KeyFilters
+from index_store.record_key import RecordKeySpec
+from index_store.tagging.ranges import key_ranks, needs_both_orders, stab
+from index_store.tagging.stats import TAG_STATS_KEY, TagStats
+from index_store.tagging.verify import verify_pairs
+
+__all__ = ["TagContext", "tag_keys"]
+
+RESULT_SCHEMA = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file", pa.string())])
+
+
+@dataclass(frozen=True)
+class RecordMatches:
+    """What a record index lookup found: entries (key position, file_idx), and its cost."""
+
+    key_pos: np.ndarray
+    file_idx: np.ndarray
+    bytes_read: int
+
+
+@dataclass(frozen=True)
+class TagContext:
+    """What tagging needs of an index version and the table on disk."""
+
+    root: str
+    paths: pa.StringArray  # table-relative paths of the index's live files, in file_idx order
+    partitions: pa.StringArray
+    file_idx: np.ndarray  # ascending
+    present: np.ndarray  # per file: still on disk (a file deleted behind the index is never named)
+    spec: RecordKeySpec
+    key_filters: Callable[[], KeyFilters]
+    record_lookup: Callable[[pa.Array], RecordMatches] | None  # None: no record index
+
+
+def tag_keys(
+    context: TagContext, keys: pa.StringArray, partitions: pa.StringArray | None, method: str
+) -> pa.Table:
+    """One row per input key, in input order: ``key``, ``partition``, ``file`` (absolute path, null
+    for an insert), with the run's ``TagStats`` in the schema metadata."""
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
+    distinct, distinct_parts, inverse = _distinct(keys, partitions)
+    seconds["distinct"] = time.perf_counter() - start
+    counters: dict[str, int] = {}
+    if method == "record":
+        assert context.record_lookup is not None
+        found = _by_record_index(context, distinct, distinct_parts, seconds, counters)
+    else:
+        found = _by_blooms(context, distinct, distinct_parts, seconds, counters)
+    location = found[inverse] if inverse.size else found[:0]
+    has_file = location >= 0
+    prefix = context.root.rstrip(os.sep) + os.sep
+    take = pa.array(np.where(has_file, location, 0), pa.int64())
+    files = (
+        pc.binary_join_element_wise(pa.scalar(prefix), context.paths.take(take), "")
+        if len(context.paths)
+        else pa.nulls(len(keys), pa.string())
+    )
+    files = pc.if_else(pa.array(has_file), files, pa.scalar(None, pa.string()))
+    if partitions is not None:
+        part = partitions
+    elif len(context.partitions):
+        part = pc.if_else(pa.array(has_file), context.partitions.take(take), pa.scalar(None, pa.string()))
+    else:
+        part = pa.nulls(len(keys), pa.string())
+    stats = TagStats(
+        method=method,
+        keys=len(keys),
+        distinct_keys=len(distinct),
+        files=int(context.present.sum()),
+        updates=int(has_file.sum()),
+        inserts=int((~has_file).sum()),
+        seconds=seconds,
+        **counters,
+    )
+    schema = RESULT_SCHEMA.with_metadata({TAG_STATS_KEY: stats.to_json().encode()})
+    return pa.table([keys, part.cast(pa.string()), files.cast(pa.string())], schema=schema)
+
+
+def _distinct(
+    keys: pa.StringArray, partitions: pa.StringArray | None
+) -> tuple[pa.StringArray, pa.StringArray | None, np.ndarray]:
+    """Distinct (key, partition) inputs, and where each input is among them."""
+    encoded = pc.dictionary_encode(keys)
+    code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    if partitions is not None:
+        parts = pc.dictionary_encode(partitions.fill_null(""))
+        part_code = parts.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        code = code * max(len(parts.dictionary), 1) + part_code
+    unique, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    del unique
+    rows = pa.array(first, pa.int64())
+    return keys.take(rows), None if partitions is None else partitions.take(rows), inverse.ravel()
+
+
+def _same_partition(
+    context: TagContext, parts: pa.StringArray | None, key_idx: np.ndarray, file_pos: np.ndarray
+) -> np.ndarray:
+    """Per pair: does the file lie in the key's partition (always, when tagging globally)?"""
+    if parts is None:
+        return np.ones(key_idx.size, dtype=bool)
+    equal = pc.equal(parts.take(pa.array(key_idx)), context.partitions.take(pa.array(file_pos)))
+    return pc.fill_null(equal, False).to_numpy(zero_copy_only=False)
+
+
+def _one_location(
+    context: TagContext, keys: pa.StringArray, key_idx: np.ndarray, file_pos: np.ndarray
+) -> np.ndarray:
+    """Per distinct key, the position of the one live file holding it (-1: none); a key in two
+    files raises ``DuplicateKeyError``."""
+    found = np.full(len(keys), -1, dtype=np.int64)
+    pairs = np.unique(key_idx * max(len(context.paths), 1) + file_pos)
+    key_idx, file_pos = pairs // max(len(context.paths), 1), pairs % max(len(context.paths), 1)
+    twice = np.flatnonzero(np.bincount(key_idx, minlength=len(keys)) > 1)
+    if twice.size:
+        k = int(twice[0])
+        where = sorted(context.paths[int(p)].as_py() for p in file_pos[key_idx == k])
+        raise DuplicateKeyError(
+            f"{twice.size} record keys are in more than one live data file of {context.root}, e.g. "
+            f"{keys[k].as_py()!r} in {where}: the table's keys are not unique (run hudi-index check)"
+        )
+    found[key_idx] = file_pos
+    return found
+
+
+def _by_record_index(
+    context: TagContext,
+    keys: pa.StringArray,
+    parts: pa.StringArray | None,
+    seconds: dict[str, float],
+    counters: dict[str, int],
+) -> np.ndarray:
+    start = time.perf_counter()
+    assert context.record_lookup is not None
+    matches = context.record_lookup(keys)
+    # Entries of files no longer live (replaced, removed) fall away here.
+    pos = np.searchsorted(context.file_idx, matches.file_idx)
+    pos = np.minimum(pos, max(context.file_idx.size - 1, 0))
+    live = (
+        (context.file_idx[pos] == matches.file_idx)
+        if context.file_idx.size
+        else np.zeros(matches.file_idx.size, dtype=bool)
+    )
+    key_idx, file_pos = matches.key_pos[live], pos[live]
+    keep = context.present[file_pos] & _same_partition(context, parts, key_idx, file_pos)
+    key_idx, file_pos = key_idx[keep], file_pos[keep]
+    found = _one_location(context, keys, key_idx, file_pos)
+    seconds["record"] = time.perf_counter() - start
+    counters.update(
+        after_range=int(matches.key_pos.size), after_bloom=int(key_idx.size), bytes_read=matches.bytes_read
+    )
+    return found
+
+
+def _by_blooms(
+    context: TagContext,
+    keys: pa.StringArray,
+    parts: pa.StringArray | None,
+    seconds: dict[str, float],
+    counters: dict[str, int],
+) -> np.ndarray:
+    start = time.perf_counter()
+    filters = context.key_filters()
+    seconds["load"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    key_idx, file_pos = _range_pairs(context, filters, keys, parts)
+    seconds["range"] = time.perf_counter() - start
+    counters["after_range"] = int(key_idx.size)
+
+    start = time.perf_counter()
+    if key_idx.size:
+        # An empty key is one Hudi's filters cannot hash: it stays a candidate (never dropped).
+        maybe = filters.filters.might_contain_pairs(keys, key_idx, file_pos)
+        key_idx, file_pos = key_idx[maybe], file_pos[maybe]
+    seconds["bloom"] = time.perf_counter() - start
+    counters["after_bloom"] = int(key_idx.size)
+
+    start = time.perf_counter()
+    paths = context.paths.to_pylist() if key_idx.size else []
+    verified = verify_pairs(context.root, paths, keys, key_idx, file_pos, context.spec)
+    seconds["verify"] = time.perf_counter() - start
+    counters.update(
+        files_opened=verified.files_opened,
+        files_read=verified.files_read,
+        row_groups_read=verified.row_groups_read,
+        bytes_read=verified.bytes_read,
+        false_positives=int((~verified.confirmed).sum()),
+    )
+    return _one_location(context, keys, key_idx[verified.confirmed], file_pos[verified.confirmed])
+
+
+def _range_pairs(
+    context: TagContext, filters: KeyFilters, keys: pa.StringArray, parts: pa.StringArray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(key, file) pairs whose file's key bounds admit the key, in its partition, on disk.
+
+    Bounds come in the order of whoever wrote them (Java ``String`` order or UTF-8 byte order);
+    the two differ only above U+FFFF, so then a pair is kept when either order admits it."""
+    orders = [True, False] if needs_both_orders(keys, filters.min_key, filters.max_key) else [True]
+    part_key, part_file = _partition_codes(context, parts)
+    found: list[tuple[np.ndarray, np.ndarray]] = []
+    for java_order in orders:
+        k, lo, hi = key_ranks(keys, filters.min_key, filters.max_key, java_order)
+        span = max(int(k.max(initial=0)), int(lo.max(initial=0)), int(hi.max(initial=0))) + 1
+        # The partition is the major part of each rank, so a key only meets its partition's files.
+        k = np.where(k >= 0, part_key * span + k, -1)
+        lo = np.where((lo >= 0) & context.present, part_file * span + lo, -1)
+        hi = np.where((hi >= 0) & context.present, part_file * span + hi, -1)
+        for key_idx, file_pos in stab(k, lo, hi):
+            found.append((key_idx, file_pos))
+    if not found:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    key_idx = np.concatenate([f[0] for f in found])
+    file_pos = np.concatenate([f[1] for f in found])
+    if len(orders) > 1:
+        n = max(len(context.paths), 1)
+        pairs = np.unique(key_idx * n + file_pos)
+        key_idx, file_pos = pairs // n, pairs % n
+    return key_idx.astype(np.int64), file_pos.astype(np.int64)
+
+
+def _partition_codes(context: TagContext, parts: pa.StringArray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Integer partition codes of the keys and of the files (all 0 when tagging globally); a key
+    naming a partition no file is in gets a code of its own, so it meets no file."""
+    if parts is None:
+        return np.zeros((), dtype=np.int64), np.zeros(len(context.paths), dtype=np.int64)
+    both = pc.dictionary_encode(pa.concat_arrays([context.partitions.cast(pa.string()), parts.fill_null("")]))
+    codes = both.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    n = len(context.partitions)
+    return codes[n:], codes[:n]

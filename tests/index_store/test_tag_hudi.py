@@ -1,0 +1,148 @@
+"""Tagging keys of the real Hudi tables: every key found in its live base file, absent keys never,
+per partition and globally, with and without Hudi's meta fields; the oracle is DuckDB."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+from hudi_data import COW_TABLES, MOR_TABLES
+
+from index_store import DuplicateKeyError, UnsupportedTableError, open_table
+from index_store.partitions import read_record_keys
+from index_store.record_key import RecordKeySpec
+from index_store.tagging import tag_stats
+
+NON_EMPTY = [t for t in COW_TABLES if "empty" not in t]
+
+
+def _key_sql(spec: RecordKeySpec) -> str:
+    """The record key as SQL, written independently of ``RecordKeySpec.encode``."""
+    if spec.column is not None:
+        return f'"{spec.column}"'
+    if spec.generator == "simple":
+        return f'CAST("{spec.fields[0]}" AS VARCHAR)'
+    parts = [
+        f"'{f}:' || COALESCE(NULLIF(CAST(\"{f}\" AS VARCHAR), ''), CASE WHEN \"{f}\" IS NULL "
+        "THEN '__null__' ELSE '__empty__' END)"
+        for f in spec.fields
+    ]
+    return " || ',' || ".join(parts)
+
+
+def _oracle(t, spec: RecordKeySpec) -> list[tuple[str, str, str]]:  # type: ignore[no-untyped-def]
+    """(key, partition, absolute file) of every row of every live base file."""
+    files = t.reader.list_files()
+    if not files:
+        return []
+    by_path = {os.path.join(t.root, f.path): f.partition for f in files}
+    listing = ", ".join(f"'{p}'" for p in by_path)
+    rows = duckdb.sql(
+        f"SELECT {_key_sql(spec)}, filename FROM read_parquet([{listing}], filename = true, "
+        "hive_partitioning = false, union_by_name = true)"
+    ).fetchall()
+    return [(k, by_path[os.path.normpath(f)], os.path.normpath(f)) for k, f in rows]
+
+
+@pytest.mark.parametrize("method", ["bloom", "record"])
+@pytest.mark.parametrize("name", NON_EMPTY)
+def test_every_key_of_a_real_hudi_table_is_tagged(
+    name: str, method: str, copy_table: Callable[[str], Path]
+) -> None:
+    t = open_table(copy_table(name))
+    t.build(progress=False, record_index=method == "record")
+    spec = t.reader.record_key_spec()
+    assert spec is not None
+    rows = _oracle(t, spec)
+    assert rows
+    in_partition: dict[tuple[str, str], set[str]] = {}
+    for k, p, f in rows:
+        in_partition.setdefault((k, p), set()).add(f)
+    twice = [kp for kp, where in in_partition.items() if len(where) > 1]
+    if twice:  # Hudi's insert operation can write a key twice: no single file is its location
+        with pytest.raises(DuplicateKeyError, match=repr(twice[0][0])):
+            t.tag([twice[0][0]], [twice[0][1]], using=method)  # type: ignore[arg-type]
+    rows = [r for r in rows if len(in_partition[(r[0], r[1])]) == 1]
+    keys = [k for k, _, _ in rows] + ["no such key", rows[0][0] + "x", ""]
+    parts = [p for _, p, _ in rows] + [rows[0][1]] * 3
+    expected = [os.path.normpath(f) for _, _, f in rows] + [None] * 3
+
+    result = t.tag(keys, parts, using=method)  # type: ignore[arg-type]
+    got = [None if f is None else os.path.normpath(f) for f in result["file"].to_pylist()]
+    assert got == expected
+    assert result["partition"].to_pylist() == parts
+    stats = tag_stats(result)
+    assert stats.updates == len(rows) and stats.inserts == 3
+
+    holders: dict[str, set[str]] = {}
+    for k, _, f in rows:
+        holders.setdefault(k, set()).add(f)
+    unique = [k for k in holders if len(holders[k]) == 1]
+    if len(unique) < len(holders):  # the same key in two partitions: a global tag cannot choose
+        with pytest.raises(DuplicateKeyError):
+            t.tag(keys, using=method)  # type: ignore[arg-type]
+    result = t.tag([*unique, "no such key"], using=method)  # type: ignore[arg-type]
+    got = [None if f is None else os.path.normpath(f) for f in result["file"].to_pylist()]
+    assert got == [next(iter(holders[k])) for k in unique] + [None]
+
+
+@pytest.mark.parametrize("name", NON_EMPTY)
+def test_build_takes_footer_filters_and_bounds_as_hudi_wrote_them(
+    name: str, copy_table: Callable[[str], Path]
+) -> None:
+    t = open_table(copy_table(name))
+    t.build(progress=False)
+    snap = t.snapshot()
+    files = t.reader.list_files()
+    loaded = t._load()
+    filters = read_record_keys(t.index_root, snap.live["record_keys"], loaded.file_idx)
+    by_path = dict(zip(loaded.paths.to_pylist(), range(len(loaded.paths)), strict=True))
+    for f in files:
+        i = by_path[f.path]
+        meta = pq.ParquetFile(os.path.join(t.root, f.path)).metadata.metadata or {}
+        stored = filters.bloom_types[i].as_py()
+        if b"org.apache.hudi.bloomfilter" in meta:
+            assert stored == meta.get(b"hoodie_bloom_filter_type_code", b"SIMPLE").decode()
+            if b"hoodie_min_record_key" in meta:
+                assert filters.min_key[i].as_py() == meta[b"hoodie_min_record_key"].decode()
+                assert filters.max_key[i].as_py() == meta[b"hoodie_max_record_key"].decode()
+            else:  # an empty base file: an empty filter and no bounds
+                assert pq.ParquetFile(os.path.join(t.root, f.path)).metadata.num_rows == 0
+                assert (filters.min_key[i].as_py(), filters.max_key[i].as_py()) == (None, None)
+        else:  # no meta fields: the filter was built from the key generator's fields
+            assert "no_metafields" in name
+            assert stored == "SIMPLE"
+            assert filters.min_key[i].as_py() is not None
+
+
+@pytest.mark.parametrize("name", [t for t in COW_TABLES if "empty" in t])
+def test_empty_hudi_tables_tag_everything_as_inserts(name: str, copy_table: Callable[[str], Path]) -> None:
+    t = open_table(copy_table(name))
+    t.build(progress=False, record_index=True)
+    for method in ("bloom", "record"):
+        assert t.tag(["a", "b"], using=method)["file"].null_count == 2  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", MOR_TABLES)
+def test_merge_on_read_tables_cannot_be_tagged(name: str, hudi_tables: dict[str, Path]) -> None:
+    with pytest.raises(UnsupportedTableError, match="merge-on-read"):
+        open_table(hudi_tables[name])
+
+
+def test_a_corrupt_footer_filter_is_not_trusted(copy_table: Callable[[str], Path]) -> None:
+    """A base file whose footer filter is garbage: its keys are read instead, none is lost."""
+    root = copy_table("v6_nonpartitioned")
+    t = open_table(root)
+    victim = os.path.join(root, t.reader.list_files()[0].path)
+    table = pq.read_table(victim)
+    meta = dict(pq.ParquetFile(victim).metadata.metadata or {})
+    meta[b"org.apache.hudi.bloomfilter"] = b"not base64 at all!"
+    pq.write_table(table.replace_schema_metadata(meta), victim)
+    t.build(progress=False)
+    keys = table["_hoodie_record_key"].to_pylist()
+    result = t.tag(keys)
+    assert [os.path.normpath(f) for f in result["file"].to_pylist()] == [os.path.normpath(victim)] * len(keys)
