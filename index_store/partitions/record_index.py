@@ -1,0 +1,499 @@
+"""The ``record_index`` partition: record key -> data file, for point lookups of many keys at once.
+
+Built for tables whose keys are random (UUIDs), where per-file key ranges and bloom filters cannot
+narrow anything. Each commit writes one Arrow IPC file (uncompressed, read memory-mapped) under
+``<index root>/record_index/`` holding one row per (key, data file): columns ``hash`` (the first
+64 bits of MurmurHash3 x64_128 of the key, ``hudi_expr.hash_keys``), ``key`` and ``file_idx``,
+sorted by hash.
+
+Rows are hash-bucketed into shards by the hash's top bits (a power of two of them, chosen from
+the key count: ``KEYS_PER_SHARD``); each shard is one or more record batches (of at most
+``MAX_BATCH_ROWS`` rows, never splitting a run of equal hashes), so each batch covers a disjoint
+hash range inside its shard. The schema metadata (``METADATA_KEY``) records the shard count,
+each shard's batch range and each batch's row count and first and last hash: a lookup hashes
+its keys, sorts the hashes, and opens only the batches they fall in; within a batch,
+``searchsorted`` on the hash column finds the candidate rows, and the key strings confirm them
+(two keys sharing a hash never match each other).
+
+A key may be in several rows (written by several commits, or in two data files of one): a lookup
+returns them all, and the caller keeps the live ``file_idx``. Compaction keeps the rows of live
+files only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_expr import hash_keys
+from index_store.errors import IndexCorruptError, RecordKeyError
+from index_store.partitions.base import INDEX_FILE_SUFFIX, Batch, LiveIndex
+
+__all__ = [
+    "KEYS_PER_SHARD",
+    "MAX_BATCH_ROWS",
+    "MAX_SHARDS",
+    "METADATA_KEY",
+    "RECORD_INDEX_FORMAT",
+    "RECORD_INDEX_SCHEMA",
+    "RecordIndexPartition",
+    "RecordLookup",
+    "default_shards",
+    "lookup_record_keys",
+    "read_record_index",
+    "write_record_index",
+]
+
+RECORD_INDEX_SCHEMA = pa.schema(
+    [
+        pa.field("hash", pa.uint64(), nullable=False),
+        pa.field("key", pa.string(), nullable=False),
+        pa.field("file_idx", pa.int64(), nullable=False),
+    ]
+)
+
+NAME = "record_index"
+METADATA_KEY = b"record_index"
+RECORD_INDEX_FORMAT = "hudi_expr.record_index.v1"
+KEYS_PER_SHARD = 1 << 22  # at most this many keys per shard by default (~2-4M for big indexes)
+MAX_SHARDS = 1 << 12
+MAX_BATCH_ROWS = 1 << 20  # rows per record batch (keeps a batch's string offsets far from 2 GiB)
+
+_U64 = 1 << 64
+
+
+def default_shards(n_keys: int) -> int:
+    """The smallest power of two of shards holding at most ``KEYS_PER_SHARD`` keys each."""
+    shards = 1
+    while shards < MAX_SHARDS and n_keys > shards * KEYS_PER_SHARD:
+        shards *= 2
+    return shards
+
+
+class RecordIndexPartition:
+    """Record key -> data file (``Partition``); ``shards``: shard count of the files it writes
+    (a power of two; None: ``default_shards`` of the key count)."""
+
+    name = NAME
+    schema = RECORD_INDEX_SCHEMA
+
+    def __init__(self, shards: int | None = None) -> None:
+        if shards is not None:
+            _check_shards(shards)
+        self.shards = shards
+
+    def write(self, root: Path, batch: Batch) -> str | None:
+        if batch.record_keys is None or batch.record_keys.keys is None:
+            return None
+        table = batch.record_keys.keys
+        for column in ("key", "file"):
+            if column not in table.column_names:
+                raise ValueError(f"record keys of a batch lack the column {column!r}")
+        file = table["file"]
+        if file.null_count:
+            raise ValueError("record keys of a batch name no data file (null 'file')")
+        pos = file.to_numpy().astype(np.int64, copy=False)
+        file_idx = np.asarray(batch.file_idx, dtype=np.int64)
+        if len(pos) and (pos.min() < 0 or pos.max() >= len(file_idx)):
+            raise ValueError(f"record keys of a batch name data files outside its {len(file_idx)} files")
+        return write_record_index(root, table["key"], file_idx[pos], shards=self.shards)
+
+    def compact(self, root: Path, index: LiveIndex) -> str | None:
+        if not index.config.record_index:
+            return None
+        hashes, keys, file_idx = _read_rows(root, index.live.get(NAME, ()))
+        keep = _member(file_idx, np.sort(np.asarray(index.file_idx, dtype=np.int64)))
+        return write_record_index(
+            root, keys.filter(pa.array(keep)), file_idx[keep], shards=self.shards, hashes=hashes[keep]
+        )
+
+
+@dataclass(frozen=True)
+class RecordLookup:
+    """Entries found for looked-up keys, sorted by ``key_pos``."""
+
+    key_pos: np.ndarray  # int64: position in the looked-up keys
+    file_idx: np.ndarray  # int64: a file the key was recorded in (may be dead: filter by liveness)
+    files_opened: int
+    bytes_read: int  # sum of the buffer sizes of the record batches touched
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def write_record_index(
+    root: Path,
+    keys: pa.Array | pa.ChunkedArray,
+    file_idx: np.ndarray,
+    *,
+    shards: int | None = None,
+    hashes: np.ndarray | None = None,
+    batch_rows: int = MAX_BATCH_ROWS,
+) -> str:
+    """Write one record index file of ``(keys[i], file_idx[i])`` durably; its path relative to
+    ``root``. Null keys are left out (a lookup never matches them). ``hashes``: each key's hash,
+    when known already (compaction) — they must be ``hash_keys(keys)[0]`` for lookups to find
+    the keys; tests pass others to force collisions. ``batch_rows``: most rows per record batch."""
+    keys = _string_keys(keys)
+    file_idx = np.asarray(file_idx, dtype=np.int64)
+    if len(file_idx) != len(keys):
+        raise ValueError(f"{len(keys)} keys but {len(file_idx)} file_idx")
+    if hashes is None:
+        hashes = hash_keys(keys)[0]
+    hashes = np.asarray(hashes, dtype=np.uint64)
+    if len(hashes) != len(keys):
+        raise ValueError(f"{len(keys)} keys but {len(hashes)} hashes")
+    if keys.null_count:
+        valid = keys.is_valid().to_numpy(zero_copy_only=False)
+        keys, hashes, file_idx = keys.filter(pa.array(valid)), hashes[valid], file_idx[valid]
+    n = len(keys)
+    shards = default_shards(n) if shards is None else _check_shards(shards)
+    if batch_rows < 1:
+        raise ValueError(f"batch_rows must be positive, got {batch_rows}")
+    order = np.argsort(hashes)  # ties: only a key repeated, or a collision (order irrelevant)
+    hashes, file_idx = hashes[order], file_idx[order]
+    if isinstance(keys, pa.ChunkedArray) and sum(c.nbytes for c in keys.chunks) > (1 << 30):
+        keys = keys.cast(pa.large_string())  # a combined take must not overflow 32-bit offsets
+    keys = keys.take(pa.array(order))
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    bounds = _batch_bounds(hashes, shards, batch_rows)
+    meta = _metadata(hashes, bounds, shards)
+    schema = RECORD_INDEX_SCHEMA.with_metadata({METADATA_KEY: json.dumps(meta).encode()})
+    rel = f"{NAME}/{uuid.uuid4().hex}{INDEX_FILE_SUFFIX}"
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    options = pa.ipc.IpcWriteOptions(compression=None)
+    with open(path, "wb") as f:
+        with pa.ipc.new_file(f, schema, options=options) as writer:
+            for start, stop in itertools.pairwise(bounds.tolist()):
+                writer.write_batch(
+                    pa.record_batch(
+                        [
+                            pa.array(hashes[start:stop], pa.uint64()),
+                            keys.slice(start, stop - start).cast(pa.string()),
+                            pa.array(file_idx[start:stop], pa.int64()),
+                        ],
+                        schema=schema,
+                    )
+                )
+        f.flush()
+        os.fsync(f.fileno())
+    return rel
+
+
+def _check_shards(shards: int) -> int:
+    if not isinstance(shards, int) or shards < 1 or shards > MAX_SHARDS or shards & (shards - 1):
+        raise ValueError(f"shards must be a power of two from 1 to {MAX_SHARDS}, got {shards!r}")
+    return shards
+
+
+def _shift(shards: int) -> np.uint64:
+    """Right shift taking a hash to its shard (``shards`` a power of two, > 1)."""
+    return np.uint64(64 - (shards.bit_length() - 1))
+
+
+def _shard_of(hashes: np.ndarray, shards: int) -> np.ndarray:
+    if shards == 1:
+        return np.zeros(len(hashes), dtype=np.int64)
+    return (hashes >> _shift(shards)).astype(np.int64)
+
+
+def _batch_bounds(hashes: np.ndarray, shards: int, batch_rows: int) -> np.ndarray:
+    """Row offsets where record batches start (and the end): batches never cross a shard
+    boundary, hold at most ``batch_rows`` rows and never split a run of equal hashes
+    (unless one run alone is longer: then the run is one batch)."""
+    n = len(hashes)
+    if shards == 1:
+        shard_starts = [0]
+    else:
+        firsts = np.arange(shards, dtype=np.uint64) << _shift(shards)
+        shard_starts = sorted(set(np.searchsorted(hashes, firsts, "left").tolist()))
+    cuts = [s for s in shard_starts if s < n]
+    ends = [*cuts[1:], n] if cuts else []
+    bounds: list[int] = []
+    for start, end in zip(cuts, ends, strict=True):  # one loop step per batch, not per key
+        pos = start
+        while pos < end:
+            bounds.append(pos)
+            cut = pos + batch_rows
+            if cut >= end:
+                break
+            # Cut before the run of equal hashes holding ``cut``, or after it if it started at pos.
+            run = hashes[pos:end]
+            run_start = pos + int(np.searchsorted(run, hashes[cut], "left"))
+            pos = run_start if run_start > pos else pos + int(np.searchsorted(run, hashes[cut], "right"))
+    bounds.append(n)
+    return np.asarray(bounds, dtype=np.int64)
+
+
+def _metadata(hashes: np.ndarray, bounds: np.ndarray, shards: int) -> dict[str, Any]:
+    starts, stops = bounds[:-1], bounds[1:]
+    firsts = hashes[starts] if len(starts) else np.zeros(0, np.uint64)
+    lasts = hashes[stops - 1] if len(starts) else np.zeros(0, np.uint64)
+    batch_shard = _shard_of(firsts, shards)
+    shard_batches = np.searchsorted(batch_shard, np.arange(shards + 1), "left")
+    return {
+        "format": RECORD_INDEX_FORMAT,
+        "rows": len(hashes),
+        "shards": shards,
+        "shard_batches": [[a, b] for a, b in itertools.pairwise(shard_batches.tolist())],
+        "batch_rows": (stops - starts).tolist(),
+        "batch_first": firsts.tolist(),
+        "batch_last": lasts.tolist(),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+@dataclass(frozen=True)
+class _IndexFile:
+    path: Path
+    reader: pa.ipc.RecordBatchFileReader
+    shards: int
+    rows: np.ndarray  # int64 per batch
+    first: np.ndarray  # uint64 per batch: its first (smallest) hash
+    last: np.ndarray  # uint64 per batch: its last (largest) hash
+
+
+def _open(root: Path, rel: str) -> _IndexFile:
+    """A record index file's reader and validated metadata, or ``IndexCorruptError``."""
+    path = root / rel
+    try:
+        source = pa.memory_map(str(path), "r")
+    except FileNotFoundError:
+        raise IndexCorruptError(str(path), "the timeline lists it but it does not exist") from None
+    except (pa.ArrowException, OSError) as exc:
+        raise IndexCorruptError(str(path), f"unreadable ({exc})") from None
+    try:
+        reader = pa.ipc.open_file(source)
+    except (pa.ArrowException, OSError) as exc:
+        raise IndexCorruptError(str(path), f"not an Arrow IPC file ({exc})") from None
+    schema = reader.schema
+    if not schema.remove_metadata().equals(RECORD_INDEX_SCHEMA):
+        raise IndexCorruptError(str(path), f"unexpected schema {schema.remove_metadata()}")
+    raw = (schema.metadata or {}).get(METADATA_KEY)
+    if raw is None:
+        raise IndexCorruptError(str(path), "no record index metadata")
+    try:
+        meta = json.loads(raw)
+        return _check_metadata(path, reader, meta)
+    except (ValueError, TypeError, KeyError, OverflowError) as exc:
+        raise IndexCorruptError(str(path), f"bad record index metadata ({exc})") from None
+
+
+def _check_metadata(path: Path, reader: pa.ipc.RecordBatchFileReader, meta: dict[str, Any]) -> _IndexFile:
+    def bad(reason: str) -> IndexCorruptError:
+        return IndexCorruptError(str(path), f"bad record index metadata ({reason})")
+
+    if meta.get("format") != RECORD_INDEX_FORMAT:
+        raise bad(f"format {meta.get('format')!r}, expected {RECORD_INDEX_FORMAT!r}")
+    shards = meta["shards"]
+    if not isinstance(shards, int) or shards < 1 or shards > MAX_SHARDS or shards & (shards - 1):
+        raise bad(f"shard count {shards!r}")
+    nb = reader.num_record_batches
+    rows = np.asarray(meta["batch_rows"], dtype=np.int64)
+    first_py, last_py = meta["batch_first"], meta["batch_last"]
+    if len(rows) != nb or len(first_py) != nb or len(last_py) != nb:
+        raise bad(f"{nb} record batches but {len(rows)}/{len(first_py)}/{len(last_py)} described")
+    if not all(isinstance(h, int) and 0 <= h < _U64 for h in (*first_py, *last_py)):
+        raise bad("hashes out of range")
+    first = np.asarray(first_py, dtype=np.uint64)
+    last = np.asarray(last_py, dtype=np.uint64)
+    if np.any(rows < 1) or int(rows.sum()) != meta["rows"]:
+        raise bad("batch row counts")
+    if np.any(first > last) or np.any(last[:-1] >= first[1:]):
+        raise bad("batch hash ranges not sorted and disjoint (an unsorted shard)")
+    ranges = np.asarray(meta["shard_batches"], dtype=np.int64).reshape(-1, 2)
+    if len(ranges) != shards or ranges[0, 0] != 0 or ranges[-1, 1] != nb:
+        raise bad("shard batch ranges do not cover the record batches")
+    if np.any(ranges[:, 0] > ranges[:, 1]) or np.any(ranges[1:, 0] != ranges[:-1, 1]):
+        raise bad("shard batch ranges not contiguous")
+    batch_shard = np.repeat(np.arange(shards), ranges[:, 1] - ranges[:, 0])
+    if np.any(_shard_of(first, shards) != batch_shard) or np.any(_shard_of(last, shards) != batch_shard):
+        raise bad("a batch holds hashes of another shard")
+    return _IndexFile(path, reader, shards, rows, first, last)
+
+
+def _batch(f: _IndexFile, i: int) -> pa.RecordBatch:
+    """Record batch ``i`` (memory-mapped), checked against the metadata (cheap checks only)."""
+    try:
+        batch = f.reader.get_batch(i)
+        batch.validate()
+    except (pa.ArrowException, OSError) as exc:
+        raise IndexCorruptError(str(f.path), f"unreadable record batch {i} ({exc})") from None
+    if batch.num_rows != f.rows[i]:
+        raise IndexCorruptError(str(f.path), f"record batch {i} has {batch.num_rows} rows, not {f.rows[i]}")
+    if batch.column(0).null_count or batch.column(2).null_count:
+        raise IndexCorruptError(str(f.path), f"null hash or file_idx in record batch {i}")
+    hashes = batch.column(0).to_numpy()
+    if hashes[0] != f.first[i] or hashes[-1] != f.last[i]:
+        raise IndexCorruptError(str(f.path), f"record batch {i} does not hold its hash range in the metadata")
+    return batch
+
+
+def _string_keys(keys: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    if isinstance(keys, pa.ChunkedArray) and pa.types.is_dictionary(keys.type):
+        keys = keys.cast(keys.type.value_type)
+    elif isinstance(keys, pa.Array) and pa.types.is_dictionary(keys.type):
+        keys = keys.dictionary_decode()
+    t = keys.type
+    if pa.types.is_string_view(t):
+        return keys.cast(pa.large_string())  # take has no string_view kernel
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        raise RecordKeyError(f"record keys must be strings, got {t}")
+    return keys
+
+
+def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """``values[i] in sorted_set`` (ascending) for each i."""
+    if not len(sorted_set):
+        return np.zeros(len(values), dtype=bool)
+    pos = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[pos] == values
+
+
+def lookup_record_keys(root: Path, live: Sequence[str], keys: pa.Array | pa.ChunkedArray) -> RecordLookup:
+    """Every stored ``(key, file_idx)`` entry whose key equals one of ``keys``.
+
+    The key strings are compared, not only their hashes: keys sharing a hash never match each
+    other. A key may be in several entries (older commits): all are returned, the caller keeps
+    the live ``file_idx``. Null keys never match. Raises ``IndexCorruptError`` for a missing,
+    truncated or corrupt file, bad metadata, or a batch found unsorted where it is probed.
+    """
+    keys = _string_keys(keys)
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    hashes = hash_keys(keys)[0]
+    if keys.null_count:
+        pos = np.flatnonzero(keys.is_valid().to_numpy(zero_copy_only=False))
+        hashes = hashes[pos]
+    else:
+        pos = None
+    order = np.argsort(hashes)
+    q_hash = hashes[order]
+    q_pos = order if pos is None else pos[order]
+    found_pos: list[np.ndarray] = []
+    found_idx: list[np.ndarray] = []
+    opened = 0
+    nbytes = 0
+    for rel in live if len(q_hash) else ():
+        f = _open(root, rel)
+        opened += 1
+        # Batches hold disjoint, ascending hash ranges: the sorted query hashes of each are a slice.
+        starts = np.searchsorted(q_hash, f.first, "left")
+        stops = np.searchsorted(q_hash, f.last, "right")
+        for i in np.flatnonzero(stops > starts).tolist():
+            batch = _batch(f, i)
+            nbytes += batch.get_total_buffer_size()
+            got = _probe(f, i, batch, q_hash[starts[i] : stops[i]], q_pos[starts[i] : stops[i]], keys)
+            if got is not None:
+                found_pos.append(got[0])
+                found_idx.append(got[1])
+    if not found_pos:
+        empty = np.zeros(0, dtype=np.int64)
+        return RecordLookup(empty, empty.copy(), opened, nbytes)
+    key_pos = np.concatenate(found_pos)
+    file_idx = np.concatenate(found_idx)
+    by_key = np.argsort(key_pos, kind="stable")
+    return RecordLookup(key_pos[by_key], file_idx[by_key], opened, nbytes)
+
+
+def _probe(
+    f: _IndexFile, i: int, batch: pa.RecordBatch, q_hash: np.ndarray, q_pos: np.ndarray, keys: pa.Array
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The (key position, file_idx) of the rows of ``batch`` whose key is one of ``keys[q_pos]``
+    (``q_hash``: their hashes, ascending)."""
+    hashes = batch.column(0).to_numpy()
+    n = len(hashes)
+    lo = np.searchsorted(hashes, q_hash, "left")
+    hi = np.searchsorted(hashes, q_hash, "right")
+    # Where it was probed, the column must be sorted: what precedes lo is smaller, what follows
+    # hi larger, and [lo, hi) the query's hash.
+    before = hashes[np.maximum(lo - 1, 0)]
+    at = hashes[np.minimum(lo, n - 1)]
+    after = hashes[np.minimum(hi, n - 1)]
+    last_in = hashes[np.maximum(hi - 1, 0)]
+    ok = ((lo == 0) | (before < q_hash)) & ((hi == n) | (after > q_hash))
+    ok &= (hi == lo) | ((at == q_hash) & (last_in == q_hash))
+    if not ok.all():
+        raise IndexCorruptError(str(f.path), f"record batch {i} is not sorted by hash")
+    count = hi - lo
+    hit = np.flatnonzero(count)
+    if not len(hit):
+        return None
+    count, lo = count[hit], lo[hit]
+    if int(count.max()) == 1:
+        rows, which = lo, hit
+    else:
+        total = int(count.sum())
+        which = np.repeat(hit, count)
+        run_start = np.repeat(np.cumsum(count) - count, count)
+        rows = np.repeat(lo, count) + (np.arange(total) - run_start)
+    stored = batch.column(1)
+    _check_offsets(f, i, stored, rows)
+    key_pos = q_pos[which]
+    same = pc.equal(stored.take(pa.array(rows)), keys.take(pa.array(key_pos)).cast(pa.string()))
+    match = same.to_numpy(zero_copy_only=False)
+    if same.null_count:
+        match = match & same.is_valid().to_numpy(zero_copy_only=False)
+    match = np.asarray(match, dtype=bool)
+    if not match.any():
+        return None
+    file_idx = batch.column(2).to_numpy()
+    return key_pos[match].astype(np.int64, copy=False), file_idx[rows[match]]
+
+
+def _check_offsets(f: _IndexFile, i: int, keys: pa.StringArray, rows: np.ndarray) -> None:
+    """The string offsets of ``rows`` point inside the data buffer (so that taking them cannot
+    read past it, whatever a corrupt file holds)."""
+    _, offsets_buf, data_buf = keys.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int32)[keys.offset : keys.offset + len(keys) + 1]
+    start, stop = offsets[rows], offsets[rows + 1]
+    size = 0 if data_buf is None else data_buf.size
+    if np.any(start < 0) or np.any(stop < start) or np.any(stop > size):
+        raise IndexCorruptError(str(f.path), f"record batch {i} has string offsets out of bounds")
+
+
+def _read_rows(root: Path, live: Sequence[str]) -> tuple[np.ndarray, pa.ChunkedArray, np.ndarray]:
+    """All rows (hash, key, file_idx) of the files ``live``, each fully checked: batches sorted by
+    hash, strings valid UTF-8 within bounds."""
+    hashes: list[np.ndarray] = []
+    keys: list[pa.Array] = []
+    file_idx: list[np.ndarray] = []
+    for rel in live:
+        f = _open(root, rel)
+        for i in range(f.reader.num_record_batches):
+            batch = _batch(f, i)
+            try:
+                batch.validate(full=True)
+            except pa.ArrowException as exc:
+                raise IndexCorruptError(str(f.path), f"invalid record batch {i} ({exc})") from None
+            h = batch.column(0).to_numpy()
+            if np.any(h[1:] < h[:-1]):
+                raise IndexCorruptError(str(f.path), f"record batch {i} is not sorted by hash")
+            hashes.append(h)
+            keys.append(batch.column(1))
+            file_idx.append(batch.column(2).to_numpy())
+    if not hashes:
+        return np.zeros(0, np.uint64), pa.chunked_array([], pa.string()), np.zeros(0, np.int64)
+    return np.concatenate(hashes), pa.chunked_array(keys, pa.string()), np.concatenate(file_idx)
+
+
+def read_record_index(root: Path, live: Sequence[str]) -> pa.Table:
+    """All rows ``(key, file_idx)`` of the files ``live`` (fully checked), in file then hash order."""
+    _, keys, file_idx = _read_rows(root, live)
+    return pa.table({"key": keys, "file_idx": pa.array(file_idx, pa.int64())})

@@ -1,0 +1,389 @@
+"""The ``record_index`` partition: record key -> data file, Arrow IPC shards sorted by key hash.
+
+Real files under tmp_path; every lookup is checked against a brute-force dict of what was written.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from hudi_expr import FileStats, hash_keys
+from index_store.config import IndexConfig
+from index_store.errors import IndexCorruptError, RecordKeyError
+from index_store.partitions.base import Batch, FileKeys, LiveIndex
+from index_store.partitions.record_index import (
+    KEYS_PER_SHARD,
+    MAX_SHARDS,
+    METADATA_KEY,
+    RECORD_INDEX_SCHEMA,
+    RecordIndexPartition,
+    RecordLookup,
+    default_shards,
+    lookup_record_keys,
+    read_record_index,
+    write_record_index,
+)
+from index_store.tables.base import DataFile
+
+
+def _uuids(rng: np.random.Generator, n: int) -> list[str]:
+    return [str(uuid.UUID(int=int(x))) for x in rng.integers(0, 2**62, size=n)]
+
+
+def _batch(keys: Sequence[str | None], files: Sequence[int], file_idx: Sequence[int]) -> Batch:
+    """A commit of data files numbered ``file_idx`` whose keys are ``keys`` (``files``: the
+    position of each key's data file in the batch)."""
+    n = len(file_idx)
+    paths = [f"f{i}.parquet" for i in file_idx]
+    table = pa.table({"key": pa.array(keys, pa.string()), "file": pa.array(files, pa.int32())})
+    nulls = pa.nulls(n, pa.string())
+    return Batch(
+        files=[DataFile(path=p, size=1) for p in paths],
+        file_idx=np.asarray(file_idx, dtype=np.int64),
+        version=1,
+        stats=FileStats(paths, [1] * n, {}, pa.schema([])),
+        record_keys=FileKeys(min_key=nulls, max_key=nulls, filters=[None] * n, keys=table),
+    )
+
+
+def _live_index(live: Sequence[str], file_idx: Sequence[int], record_index: bool = True) -> LiveIndex:
+    files = pa.table({"file_idx": pa.array(sorted(file_idx), pa.int64())})
+    return LiveIndex(
+        files=files,
+        live={"record_index": list(live)},
+        schema=pa.schema([]),
+        config=IndexConfig(record_index=record_index),
+        version=9,
+    )
+
+
+def _as_dict(found: RecordLookup) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = defaultdict(list)
+    for pos, idx in zip(found.key_pos.tolist(), found.file_idx.tolist(), strict=True):
+        out[pos].append(idx)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _expected(stored: dict[str, list[int]], probe: Sequence[str | None]) -> dict[int, list[int]]:
+    return {i: sorted(stored[k]) for i, k in enumerate(probe) if k is not None and k in stored}
+
+
+def _check(found: RecordLookup) -> None:
+    assert found.key_pos.dtype == np.int64 and found.file_idx.dtype == np.int64
+    assert np.all(np.diff(found.key_pos) >= 0)  # sorted by key position
+
+
+def test_lookup_equals_a_dict_over_several_commits(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    part = RecordIndexPartition(shards=4)
+    stored: dict[str, list[int]] = defaultdict(list)
+    live: list[str] = []
+    all_keys: list[str] = []
+    next_idx = 0
+    for commit in range(3):
+        keys = _uuids(rng, 3000)
+        if commit:  # some keys again, in a newer file (a rewrite of an older file)
+            keys += list(rng.choice(all_keys, 500, replace=False))
+        n_files = 5
+        files = rng.integers(0, n_files, size=len(keys))
+        file_idx = np.arange(next_idx, next_idx + n_files)
+        next_idx += n_files
+        rel = part.write(tmp_path, _batch(keys, files.tolist(), file_idx.tolist()))
+        assert rel is not None and rel.startswith("record_index/") and rel.endswith(".idx")
+        live.append(rel)
+        for k, f in zip(keys, files.tolist(), strict=True):
+            stored[k].append(int(file_idx[f]))
+        all_keys += keys
+    twice = [k for k, v in stored.items() if len(v) > 1]
+    assert len(twice) >= 900
+    absent = _uuids(np.random.default_rng(2), 1000)
+    present = list(rng.choice(list(stored), 2000))  # with repeats: duplicate input keys
+    probe: list[str | None] = [*present, *absent, None, present[0], None, present[0]]
+    rng.shuffle(probe)
+    found = lookup_record_keys(tmp_path, live, pa.array(probe, pa.string()))
+    _check(found)
+    assert _as_dict(found) == _expected(stored, probe)
+    assert found.files_opened == 3
+    assert 0 < found.bytes_read <= sum((tmp_path / rel).stat().st_size for rel in live)
+    # A key in two files: both entries.
+    one = lookup_record_keys(tmp_path, live, pa.array([twice[0]]))
+    assert sorted(one.file_idx.tolist()) == sorted(stored[twice[0]]) and len(one.file_idx) == 2
+    # Everything written reads back.
+    rows = read_record_index(tmp_path, live)
+    assert rows.schema.names == ["key", "file_idx"]
+    back: dict[str, list[int]] = defaultdict(list)
+    for k, i in zip(rows["key"].to_pylist(), rows["file_idx"].to_pylist(), strict=True):
+        back[k].append(i)
+    assert {k: sorted(v) for k, v in back.items()} == {k: sorted(v) for k, v in stored.items()}
+
+
+def test_keys_of_any_string_layout_and_none_or_null_only(tmp_path: Path) -> None:
+    keys = _uuids(np.random.default_rng(3), 200)
+    rel = write_record_index(tmp_path, pa.array(keys), np.arange(200))
+    probe = [keys[5], "nope", keys[7]]
+    want = {0: [5], 2: [7]}
+    for array in (
+        pa.array(probe, pa.string()),
+        pa.array(probe, pa.large_string()),
+        pa.array(probe, pa.string_view()),
+        pa.array(probe).dictionary_encode(),
+        pa.chunked_array([probe[:1], probe[1:]]),
+    ):
+        assert _as_dict(lookup_record_keys(tmp_path, [rel], array)) == want
+    nothing = lookup_record_keys(tmp_path, [rel], pa.array([None, None], pa.string()))
+    assert len(nothing.key_pos) == 0 and nothing.files_opened == 0 and nothing.bytes_read == 0
+    assert len(lookup_record_keys(tmp_path, [rel], pa.array([], pa.string())).key_pos) == 0
+    assert len(lookup_record_keys(tmp_path, [], pa.array(probe)).key_pos) == 0
+    with pytest.raises(RecordKeyError, match="strings"):
+        lookup_record_keys(tmp_path, [rel], pa.array([1, 2]))
+
+
+def test_lookup_opens_only_the_batches_its_keys_fall_in(tmp_path: Path) -> None:
+    keys = _uuids(np.random.default_rng(4), 5000)
+    rel = write_record_index(tmp_path, pa.array(keys), np.arange(5000), shards=8, batch_rows=300)
+    meta = json.loads(pa.ipc.open_file(tmp_path / rel).schema.metadata[METADATA_KEY])
+    assert meta["shards"] == 8 and len(meta["shard_batches"]) == 8
+    n_batches = len(meta["batch_rows"])
+    assert n_batches > 16 and max(meta["batch_rows"]) <= 300 and sum(meta["batch_rows"]) == 5000
+    one = lookup_record_keys(tmp_path, [rel], pa.array([keys[123]]))
+    assert one.file_idx.tolist() == [123] and one.files_opened == 1
+    with pa.ipc.open_file(tmp_path / rel) as reader:
+        sizes = [reader.get_batch(i).get_total_buffer_size() for i in range(n_batches)]
+    assert one.bytes_read in sizes  # one batch touched
+    every = lookup_record_keys(tmp_path, [rel], pa.array(keys))
+    assert every.key_pos.tolist() == list(range(5000)) and every.file_idx.tolist() == list(range(5000))
+    assert every.bytes_read == sum(sizes)
+
+
+def test_hash_collisions_never_match_the_wrong_key(tmp_path: Path) -> None:
+    keys = ["alpha", "beta", "gamma", "delta", "alpha"]
+    real = hash_keys(pa.array(keys))[0]
+    # Every key stored under the hash of "alpha": lookups of beta, gamma, delta probe that run.
+    forced = np.full(len(keys), real[0], dtype=np.uint64)
+    rel = write_record_index(tmp_path, pa.array(keys), np.array([10, 11, 12, 13, 14]), hashes=forced)
+    found = lookup_record_keys(tmp_path, [rel], pa.array(["alpha", "beta", "zeta"]))
+    assert _as_dict(found) == {0: [10, 14]}
+    # "beta" stored under its own hash too, colliding with "epsilon" (stored under beta's hash).
+    keys2 = ["beta", "epsilon", "omega"]
+    hashes2 = np.array([real[1], real[1], hash_keys(pa.array(["omega"]))[0][0]], dtype=np.uint64)
+    rel2 = write_record_index(tmp_path, pa.array(keys2), np.array([20, 21, 22]), hashes=hashes2)
+    found = lookup_record_keys(tmp_path, [rel, rel2], pa.array(["beta", "epsilon", "omega", "alpha"]))
+    assert _as_dict(found) == {0: [20], 2: [22], 3: [10, 14]}
+
+
+def test_a_run_of_equal_hashes_is_never_split_across_batches(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    keys = _uuids(rng, 1000)
+    hashes = hash_keys(pa.array(keys))[0]
+    # 50 keys share the hash of keys[0]; batches of 7 rows must keep them in one batch.
+    hashes[1:50] = hashes[0]
+    rel = write_record_index(tmp_path, pa.array(keys), np.arange(1000), hashes=hashes, batch_rows=7)
+    meta = json.loads(pa.ipc.open_file(tmp_path / rel).schema.metadata[METADATA_KEY])
+    assert max(meta["batch_rows"]) >= 50
+    found = lookup_record_keys(tmp_path, [rel], pa.array([keys[0], *keys[50:]]))
+    assert found.key_pos.tolist() == list(range(951)) and found.file_idx.tolist() == [0, *range(50, 1000)]
+
+
+def test_compact_keeps_the_rows_of_live_files(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    part = RecordIndexPartition()
+    keys_a, keys_b = _uuids(rng, 400), _uuids(rng, 400)
+    rel_a = part.write(tmp_path, _batch(keys_a, [0] * 200 + [1] * 200, [0, 1]))
+    # File 1 rewritten as file 2 (same keys), file 3 new.
+    rel_b = part.write(tmp_path, _batch(keys_a[200:] + keys_b, [0] * 200 + [1] * 400, [2, 3]))
+    assert rel_a and rel_b
+    index = _live_index([rel_a, rel_b], [0, 2, 3])
+    assert RecordIndexPartition().compact(tmp_path, _live_index([rel_a, rel_b], [0, 2, 3], False)) is None
+    rel = part.compact(tmp_path, index)
+    assert rel is not None and rel not in (rel_a, rel_b)
+    rows = read_record_index(tmp_path, [rel])
+    got = dict(zip(rows["key"].to_pylist(), rows["file_idx"].to_pylist(), strict=True))
+    want = {k: 0 for k in keys_a[:200]} | {k: 2 for k in keys_a[200:]} | {k: 3 for k in keys_b}
+    assert got == want and len(rows) == 800  # keys_a[200:] of dead file 1 dropped
+    found = lookup_record_keys(tmp_path, [rel], pa.array(keys_a))
+    assert found.file_idx.tolist() == [0] * 200 + [2] * 200
+    # Nothing live: one empty file.
+    empty = part.compact(tmp_path, _live_index([rel], []))
+    assert empty is not None and len(read_record_index(tmp_path, [empty])) == 0
+    none_live = part.compact(tmp_path, _live_index([], [0]))
+    assert none_live is not None and len(read_record_index(tmp_path, [none_live])) == 0
+
+
+def test_an_empty_batch_and_a_batch_without_keys(tmp_path: Path) -> None:
+    part = RecordIndexPartition()
+    no_keys = _batch([], [], [])
+    no_keys = Batch(no_keys.files, no_keys.file_idx, 1, no_keys.stats)
+    assert part.write(tmp_path, no_keys) is None
+    fk = FileKeys(pa.array([], pa.string()), pa.array([], pa.string()), [])
+    assert part.write(tmp_path, Batch([], np.zeros(0, np.int64), 1, no_keys.stats, record_keys=fk)) is None
+    rel = part.write(tmp_path, _batch([], [], []))
+    assert rel is not None
+    assert len(read_record_index(tmp_path, [rel])) == 0
+    found = lookup_record_keys(tmp_path, [rel], pa.array(["a"]))
+    assert len(found.key_pos) == 0 and found.files_opened == 1 and found.bytes_read == 0
+    # Null keys are not stored; a key naming a file outside the batch is an error.
+    rel = part.write(tmp_path, _batch(["a", None, "b"], [0, 0, 1], [7, 8]))
+    assert rel is not None
+    assert read_record_index(tmp_path, [rel]).sort_by("key").to_pylist() == [
+        {"key": "a", "file_idx": 7},
+        {"key": "b", "file_idx": 8},
+    ]
+    with pytest.raises(ValueError, match="outside"):
+        part.write(tmp_path, _batch(["a"], [2], [7, 8]))
+
+
+def test_shard_counts(tmp_path: Path) -> None:
+    assert default_shards(0) == 1 and default_shards(KEYS_PER_SHARD) == 1
+    assert default_shards(KEYS_PER_SHARD + 1) == 2 and default_shards(6 * KEYS_PER_SHARD) == 8
+    assert default_shards(10**15) == MAX_SHARDS
+    for bad in (0, 3, MAX_SHARDS * 2):
+        with pytest.raises(ValueError, match="power of two"):
+            RecordIndexPartition(shards=bad)
+    keys = _uuids(np.random.default_rng(7), 300)
+    for shards in (1, 2, 64, MAX_SHARDS):
+        rel = write_record_index(tmp_path, pa.array(keys), np.arange(300), shards=shards)
+        meta = json.loads(pa.ipc.open_file(tmp_path / rel).schema.metadata[METADATA_KEY])
+        assert meta["shards"] == shards
+        assert lookup_record_keys(tmp_path, [rel], pa.array(keys[::-1])).file_idx.tolist() == list(
+            range(299, -1, -1)
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Corrupt files
+
+
+def _rewrite(
+    path: Path,
+    meta_change: Callable[[dict[str, Any]], object] | None = None,
+    batches_change: Callable[[list[pa.RecordBatch]], list[pa.RecordBatch]] | None = None,
+) -> None:
+    """Rewrite a record index file with its metadata and/or batches changed."""
+    with pa.ipc.open_file(path) as reader:
+        meta = json.loads(reader.schema.metadata[METADATA_KEY])
+        batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
+    if meta_change:
+        meta_change(meta)
+    if batches_change:
+        batches = batches_change(batches)
+    schema = RECORD_INDEX_SCHEMA.with_metadata({METADATA_KEY: json.dumps(meta).encode()})
+    data = pa.BufferOutputStream()
+    with pa.ipc.new_file(data, schema) as writer:
+        for b in batches:
+            writer.write_batch(b)
+    path.write_bytes(data.getvalue().to_pybytes())
+
+
+@pytest.fixture
+def written(tmp_path: Path) -> tuple[Path, str, list[str]]:
+    keys = _uuids(np.random.default_rng(8), 2000)
+    rel = write_record_index(tmp_path, pa.array(keys), np.arange(2000), shards=2, batch_rows=500)
+    return tmp_path, rel, keys
+
+
+def _corrupt(root: Path, rel: str, keys: list[str], match: str) -> None:
+    with pytest.raises(IndexCorruptError, match=match) as info:
+        lookup_record_keys(root, [rel], pa.array(keys))
+    assert info.value.path == str(root / rel)
+    with pytest.raises(IndexCorruptError, match=match):
+        read_record_index(root, [rel])
+
+
+def test_missing_truncated_or_garbage_files(written: tuple[Path, str, list[str]]) -> None:
+    root, rel, keys = written
+    _corrupt(root, "record_index/gone.idx", keys, "does not exist")
+    path = root / rel
+    data = path.read_bytes()
+    for cut in (0, 10, len(data) // 2, len(data) - 9):
+        path.write_bytes(data[:cut])
+        _corrupt(root, rel, keys, "not an Arrow IPC file")
+    path.write_bytes(b"x" * len(data))
+    _corrupt(root, rel, keys, "not an Arrow IPC file")
+    path.write_bytes(data)
+    other = root / "record_index" / "other.idx"
+    with pa.ipc.new_file(other, pa.schema([("key", pa.string())])) as w:
+        w.write_batch(pa.record_batch([pa.array(["a"])], names=["key"]))
+    _corrupt(root, "record_index/other.idx", keys, "unexpected schema")
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda m: m.update(format="something.else"), "format"),
+        (lambda m: m.update(shards=3), "shard count"),
+        (lambda m: m.update(shards=4), "shard batch ranges"),
+        (lambda m: m.update(rows=m["rows"] + 1), "row counts"),
+        (lambda m: m["batch_rows"].pop(), "record batches but"),
+        (lambda m: m["batch_first"].reverse(), "sorted and disjoint|shard"),
+        (lambda m: m.update(batch_last=[-1] * len(m["batch_last"])), "out of range"),
+        (lambda m: m.update(batch_first=["x"] * len(m["batch_first"])), "out of range"),
+        (lambda m: m.update(shard_batches=[[0, 1], [1, len(m["batch_rows"])]]), "another shard"),
+        (lambda m: m.pop("shard_batches"), "metadata"),
+    ],
+)
+def test_bad_metadata(
+    written: tuple[Path, str, list[str]], change: Callable[[dict[str, Any]], object], match: str
+) -> None:
+    root, rel, keys = written
+    _rewrite(root / rel, meta_change=change)
+    _corrupt(root, rel, keys, match)
+
+
+def test_no_metadata_or_not_json(written: tuple[Path, str, list[str]]) -> None:
+    root, rel, keys = written
+    with pa.ipc.open_file(root / rel) as reader:
+        batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
+    for metadata, match in ((None, "no record index metadata"), ({METADATA_KEY: b"{nope"}, "bad record")):
+        schema = RECORD_INDEX_SCHEMA.with_metadata(metadata) if metadata else RECORD_INDEX_SCHEMA
+        with pa.ipc.new_file(root / rel, schema) as writer:
+            for b in batches:
+                writer.write_batch(b.replace_schema_metadata(schema.metadata))
+        _corrupt(root, rel, keys, match)
+
+
+def test_an_unsorted_shard(written: tuple[Path, str, list[str]]) -> None:
+    root, rel, keys = written
+
+    def shuffle_inside(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+        # Keep each batch's first and last row (the metadata still agrees), reverse the middle.
+        b = batches[1]
+        order = np.r_[0, np.arange(b.num_rows - 2, 0, -1), b.num_rows - 1]
+        return [batches[0], b.take(pa.array(order)), *batches[2:]]
+
+    _rewrite(root / rel, batches_change=shuffle_inside)
+    _corrupt(root, rel, keys, "not sorted")
+
+
+def test_a_batch_that_disagrees_with_the_metadata(written: tuple[Path, str, list[str]]) -> None:
+    root, rel, keys = written
+
+    def drop_last_row(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+        return [batches[0].slice(0, batches[0].num_rows - 1), *batches[1:]]
+
+    _rewrite(root / rel, batches_change=drop_last_row)
+    _corrupt(root, rel, keys, "rows, not")
+
+
+def test_string_offsets_out_of_bounds(written: tuple[Path, str, list[str]]) -> None:
+    root, rel, keys = written
+
+    def bad_offsets(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+        b = batches[0]
+        key = b.column(1)
+        _, offsets, data = key.buffers()
+        off = np.frombuffer(offsets, dtype=np.int32).copy()
+        off[1:-1] = off[-1] + 1_000_000  # past the data; the last offset (checked cheaply) intact
+        broken = pa.StringArray.from_buffers(len(key), pa.py_buffer(off.tobytes()), data)
+        return [pa.record_batch([b.column(0), broken, b.column(2)], schema=b.schema), *batches[1:]]
+
+    _rewrite(root / rel, batches_change=bad_offsets)
+    _corrupt(root, rel, keys, "offsets out of bounds|Offset invariant")
