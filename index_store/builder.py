@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BuiltFiles",
+    "ComputeKeys",
     "ComputeStats",
     "compute_file_keys",
     "compute_stats",
@@ -66,6 +67,10 @@ class BuiltFiles:
 # ``compute(root, files, partition_schema, bloom_columns=..., fpp=..., progress=...)``, returning
 # exactly what ``compute_stats`` would, files in the same order.
 ComputeStats = Callable[..., BuiltFiles]
+
+# What ``IndexedTable.build(compute_keys=...)`` calls instead of ``compute_file_keys``:
+# ``compute_keys(root, files, spec, fpp, with_keys, progress)``, files in the same order.
+ComputeKeys = Callable[..., FileKeys]
 
 
 def compute_stats(

@@ -27,7 +27,7 @@ from hudi_expr.explain import Explanation
 from hudi_expr.inclusive import prepare
 from hudi_expr.stats import leaf_columns
 from index_store import tables as _tables
-from index_store.builder import BuiltFiles, ComputeStats, compute_file_keys, compute_stats
+from index_store.builder import BuiltFiles, ComputeKeys, ComputeStats, compute_file_keys, compute_stats
 from index_store.commit import commit, writable
 from index_store.config import IndexConfig
 from index_store.errors import (
@@ -46,6 +46,7 @@ from index_store.partitions import (
     read_blooms,
     read_column_stats,
     read_files,
+    read_record_index,
     read_record_keys,
 )
 from index_store.partitions.base import FileKeys
@@ -358,6 +359,44 @@ class IndexedTable:
         )
         return tag_keys(context, key_array, part_array, method)
 
+    def duplicate_keys(self) -> pa.Table:
+        """Record keys held by more than one live data file (a key, partition and file per row),
+        from the record index (or, without one, by reading every file's keys): a table breaking
+        key uniqueness, which ``tag`` refuses to guess about. Empty when keys are unique."""
+        loaded = self._load()
+        if not loaded.snap.version:
+            raise IndexNotBuiltError(self.root)
+        spec = _spec_of(loaded.snap.config)
+        if spec is None:
+            raise RecordKeyError(f"the index of {self.root} holds no record keys: build it with record_key=[...]")
+        if loaded.snap.config.record_index:
+            rows = read_record_index(self.index_root, loaded.snap.live.get("record_index", ()))
+            pos = np.searchsorted(loaded.file_idx, rows["file_idx"].to_numpy())
+            pos = np.minimum(pos, max(loaded.file_idx.size - 1, 0))
+            live = loaded.file_idx[pos] == rows["file_idx"].to_numpy() if loaded.file_idx.size else pos < 0
+            keys, file_pos = rows["key"].filter(pa.array(live)), pos[live]
+        else:
+            listing = [f for f in self.reader.list_files() if f.path in set(loaded.paths.to_pylist())]
+            found = compute_file_keys(self.root, listing, spec, 0.5, with_keys=True, progress=False)
+            assert found.keys is not None
+            index_of = dict(zip(loaded.paths.to_pylist(), range(len(loaded.paths)), strict=True))
+            where = np.array([index_of[f.path] for f in listing], dtype=np.int64)
+            keys = found.keys["key"]
+            file_pos = where[found.keys["file"].to_numpy()] if where.size else np.zeros(0, np.int64)
+        table = pa.table({"key": keys, "file_pos": pa.array(file_pos, pa.int64())})
+        holders = table.group_by("key").aggregate([("file_pos", "count_distinct")])
+        dup = holders.filter(pc.greater(holders["file_pos_count_distinct"], 1))["key"]
+        rows = table.filter(pc.is_in(table["key"], value_set=dup)).sort_by([("key", "ascending")])
+        take = pa.array(rows["file_pos"].to_numpy(), pa.int64())
+        prefix = self.root.rstrip(os.sep) + os.sep
+        return pa.table(
+            {
+                "key": rows["key"],
+                "partition": loaded.partitions(self.index_root).take(take),
+                "file": pc.binary_join_element_wise(pa.scalar(prefix), loaded.paths.take(take), ""),
+            }
+        )
+
     def _prune_without_columns(self, not_used: tuple[str, ...]) -> PruneResult:
         """The index was built when the table had no data files: whatever is there now is unknown."""
         on_disk = self._abs_all(f.path for f in self.reader.list_files())
@@ -385,6 +424,7 @@ class IndexedTable:
         record_key: str | Sequence[str] | None = None,
         record_index: bool = False,
         key_fpp: float = 1e-6,
+        compute_keys: ComputeKeys | None = None,
     ) -> int:
         """Index every live data file from scratch (a checkpoint commit); returns its version.
 
@@ -392,6 +432,8 @@ class IndexedTable:
         several, encoded as Hudi's key generators do) also get each file's key bounds and a Hudi
         bloom filter of its keys (taken from Hudi footers when there, else built at ``key_fpp``),
         for ``tag``; ``record_index`` adds the record-level index (key -> file).
+        ``compute_keys`` replaces ``compute_file_keys`` the way ``compute`` replaces
+        ``compute_stats`` (same arguments and result; e.g. on Spark executors).
 
         A build never reads the index it replaces, so it also repairs a corrupt one (readers replay
         from the newest checkpoint). ``rebuild`` first moves the whole index folder aside (to

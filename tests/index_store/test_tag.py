@@ -276,3 +276,19 @@ def test_copy_is_independent_of_the_source(tmp_path: Path) -> None:
     assert [os.path.basename(f) for f in a.tag(keys)["file"].to_pylist()] == [
         os.path.basename(f) for f in b.tag(keys)["file"].to_pylist()
     ]
+
+
+def test_duplicate_keys_are_listed(tmp_path: Path) -> None:
+    _write(tmp_path / "a.parquet", pa.table({"id": [1, 2, 3]}))
+    _write(tmp_path / "b.parquet", pa.table({"id": [3, 4, 2]}))
+    _write(tmp_path / "c.parquet", pa.table({"id": [5]}))
+    for record_index in (False, True):
+        t = open_table(tmp_path)
+        t.build(record_key="id", record_index=record_index, progress=False)
+        dup = t.duplicate_keys()
+        assert sorted(zip(dup["key"].to_pylist(), [os.path.basename(f) for f in dup["file"].to_pylist()])) == [
+            ("2", "a.parquet"),
+            ("2", "b.parquet"),
+            ("3", "a.parquet"),
+            ("3", "b.parquet"),
+        ]
