@@ -368,7 +368,9 @@ class IndexedTable:
             raise IndexNotBuiltError(self.root)
         spec = _spec_of(loaded.snap.config)
         if spec is None:
-            raise RecordKeyError(f"the index of {self.root} holds no record keys: build it with record_key=[...]")
+            raise RecordKeyError(
+                f"the index of {self.root} holds no record keys: build it with record_key=[...]"
+            )
         if loaded.snap.config.record_index:
             rows = read_record_index(self.index_root, loaded.snap.live.get("record_index", ()))
             pos = np.searchsorted(loaded.file_idx, rows["file_idx"].to_numpy())

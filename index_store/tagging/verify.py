@@ -124,5 +124,5 @@ def _row_groups_admitting(pf: pq.ParquetFile, wanted: pa.StringArray, spec: Reco
     return keep
 
 
-def _as_bytes(value: object) -> bytes:
-    return value.encode() if isinstance(value, str) else bytes(value)  # type: ignore[arg-type]
+def _as_bytes(value: str | bytes) -> bytes:
+    return value.encode() if isinstance(value, str) else bytes(value)

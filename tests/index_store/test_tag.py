@@ -286,7 +286,8 @@ def test_duplicate_keys_are_listed(tmp_path: Path) -> None:
         t = open_table(tmp_path)
         t.build(record_key="id", record_index=record_index, progress=False)
         dup = t.duplicate_keys()
-        assert sorted(zip(dup["key"].to_pylist(), [os.path.basename(f) for f in dup["file"].to_pylist()])) == [
+        names = [os.path.basename(f) for f in dup["file"].to_pylist()]
+        assert sorted(zip(dup["key"].to_pylist(), names, strict=True)) == [
             ("2", "a.parquet"),
             ("2", "b.parquet"),
             ("3", "a.parquet"),
