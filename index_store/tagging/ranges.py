@@ -16,32 +16,83 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from index_store.hudi_bloom import java_sort_keys
+from index_store.hudi_bloom.hashing import _buffers
 
 __all__ = ["key_ranks", "stab"]
 
-# Lead bytes of UTF-8 characters above U+FFFF: only with them can Java and byte order differ.
-_ABOVE_BMP = np.arange(0xF0, 0xF5, dtype=np.uint8)
-
 
 def key_ranks(keys: pa.Array, lows: pa.Array, highs: pa.Array, java_order: bool) -> tuple[np.ndarray, ...]:
-    """Dense ranks (int64) of ``keys``, ``lows`` and ``highs`` among all three, in Java ``String``
-    order (``java_order``) or UTF-8 byte order; nulls rank -1."""
-    values = pa.concat_arrays(
-        [a.cast(pa.large_string()).cast(pa.large_binary()) for a in (keys, lows, highs)]
-    )
-    if java_order:
-        values = java_sort_keys(values)
+    """Integer ranks (int64) of ``keys``, ``lows`` and ``highs`` that order every key against every
+    bound exactly as the strings compare, in Java ``String`` order (``java_order``) or UTF-8 byte
+    order; nulls rank -1. Keys are not ordered among themselves (stabbing never compares two).
+
+    Only the bounds are sorted (two per file); each key is placed among them by binary search:
+    bound ``i`` of the sorted distinct bounds ranks ``2i + 1``, a key equal to it ``2i + 1`` too,
+    and a key between bounds ``i - 1`` and ``i`` ranks ``2i``."""
+    bounds = pa.concat_arrays([_sortable(lows, java_order), _sortable(highs, java_order)])
+    key_bytes = _sortable(keys, java_order)
+    fixed = _fixed_width(key_bytes, bounds)
+    if fixed is None:  # keys with NUL bytes or very long ones: rank everything together instead
+        return _ranks_by_sorting(key_bytes, bounds, len(lows))
+    key_fixed, bound_fixed, bound_valid = fixed
+    distinct = np.unique(bound_fixed[bound_valid])
+    low_pos = np.searchsorted(distinct, key_fixed, side="left")
+    equal = distinct[np.minimum(low_pos, max(distinct.size - 1, 0))] == key_fixed if distinct.size else low_pos < 0
+    key_rank = np.where(equal, 2 * low_pos + 1, 2 * low_pos).astype(np.int64)
+    key_rank[~key_bytes.is_valid().to_numpy(zero_copy_only=False)] = -1
+    bound_rank = np.full(len(bounds), -1, dtype=np.int64)
+    bound_rank[bound_valid] = 2 * np.searchsorted(distinct, bound_fixed[bound_valid]) + 1
+    f = len(lows)
+    return key_rank, bound_rank[:f], bound_rank[f:]
+
+
+# Fixed-width byte strings longer than this make the padded copy too big: sort instead.
+_MAX_FIXED_WIDTH = 128
+
+
+def _sortable(strings: pa.Array, java_order: bool) -> pa.Array:
+    """Binary values whose byte order is the wanted string order."""
+    values = strings.cast(pa.large_string()).cast(pa.large_binary())
+    return java_sort_keys(values) if java_order else values
+
+
+def _fixed_width(keys: pa.Array, bounds: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Keys and bounds as numpy ``S<w>`` arrays (zero-padded: numpy compares them as bytes), or
+    None when a NUL byte (which zero padding would make equal to the end) or width rule it out."""
+    parts = [_buffers(a) for a in (keys, bounds)]
+    width = max([1] + [int(lengths.max()) for _, _, lengths in parts if lengths.size])
+    if width > _MAX_FIXED_WIDTH:
+        return None
+    out = []
+    for data, starts, lengths in parts:
+        used = data[starts[0] : starts[-1] + lengths[-1]] if lengths.size else data[:0]
+        if used.size and not used.all():
+            return None
+        if lengths.size and bool((lengths == width).all()) and bool((np.diff(starts) == width).all()):
+            matrix = used.reshape(-1, width)  # all of one width, back to back: no copy
+        else:
+            # Each value's window of ``width`` bytes, with the bytes past its end zeroed.
+            padded = np.concatenate([data, np.zeros(width, dtype=np.uint8)])
+            windows = np.lib.stride_tricks.sliding_window_view(padded, width)[starts]
+            matrix = np.where(np.arange(width) < lengths[:, None], windows, 0).astype(np.uint8)
+        out.append(np.ascontiguousarray(matrix).view(f"S{width}").ravel())
+    return out[0], out[1], bounds.is_valid().to_numpy(zero_copy_only=False)
+
+
+def _ranks_by_sorting(keys: pa.Array, bounds: pa.Array, files: int) -> tuple[np.ndarray, ...]:
+    values = pa.concat_arrays([keys, bounds])
     ranks = pc.rank(values, tiebreaker="dense").to_numpy().astype(np.int64)
     ranks[~values.is_valid().to_numpy(zero_copy_only=False)] = -1
-    k, f = len(keys), len(lows)
-    return ranks[:k], ranks[k : k + f], ranks[k + f :]
+    k = len(keys)
+    return ranks[:k], ranks[k : k + files], ranks[k + files :]
 
 
 def needs_both_orders(*arrays: pa.Array) -> bool:
     """Whether any value has a character above U+FFFF, where Java and UTF-8 order can disagree."""
     for a in arrays:
         data = a.cast(pa.large_string()).buffers()[2]
-        if data is not None and np.isin(np.frombuffer(data, dtype=np.uint8), _ABOVE_BMP).any():
+        # In UTF-8, bytes from 0xF0 up only lead characters above U+FFFF.
+        if data is not None and bool((np.frombuffer(data, dtype=np.uint8) >= 0xF0).any()):
             return True
     return False
 

@@ -14,11 +14,10 @@ TAG_STATS_KEY = b"hudi_index.tag_stats"
 
 @dataclass(frozen=True)
 class TagStats:
-    """Counters of one ``IndexedTable.tag`` call; pairs are (distinct key, data file) candidates."""
+    """Counters of one ``IndexedTable.tag`` call; pairs are (input key, data file) candidates."""
 
     method: str  # "bloom" (ranges, bloom filters, then reading keys) or "record" (the record index)
     keys: int  # input keys
-    distinct_keys: int  # distinct (key, partition) inputs actually looked up
     files: int  # live data files the index holds
     after_range: int = 0  # candidate pairs after the key-range stage
     after_bloom: int = 0  # candidate pairs after the bloom stage

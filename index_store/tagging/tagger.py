@@ -1,6 +1,6 @@
 """Tagging incoming record keys with the data file holding each (Hudi RFC-37's upsert index).
 
-Two methods, both over distinct inputs and vectorized per stage:
+Two methods, both vectorized per stage:
 
 - ``bloom``: key ranges (``ranges.stab``), then each surviving (key, file) pair probed against the
   file's Hudi bloom filter (each key hashed once), then the pairs left confirmed by reading the
@@ -64,16 +64,13 @@ def tag_keys(
     """One row per input key, in input order: ``key``, ``partition``, ``file`` (absolute path, null
     for an insert), with the run's ``TagStats`` in the schema metadata."""
     seconds: dict[str, float] = {}
-    start = time.perf_counter()
-    distinct, distinct_parts, inverse = _distinct(keys, partitions)
-    seconds["distinct"] = time.perf_counter() - start
     counters: dict[str, int] = {}
+    # Keys repeated in the batch are looked up once each time they appear: finding duplicates
+    # costs a hash table over the batch, more than the repeated work it would save.
     if method == "record":
-        assert context.record_lookup is not None
-        found = _by_record_index(context, distinct, distinct_parts, seconds, counters)
+        location = _by_record_index(context, keys, partitions, seconds, counters)
     else:
-        found = _by_blooms(context, distinct, distinct_parts, seconds, counters)
-    location = found[inverse] if inverse.size else found[:0]
+        location = _by_blooms(context, keys, partitions, seconds, counters)
     has_file = location >= 0
     prefix = context.root.rstrip(os.sep) + os.sep
     take = pa.array(np.where(has_file, location, 0), pa.int64())
@@ -92,7 +89,6 @@ def tag_keys(
     stats = TagStats(
         method=method,
         keys=len(keys),
-        distinct_keys=len(distinct),
         files=int(context.present.sum()),
         updates=int(has_file.sum()),
         inserts=int((~has_file).sum()),
@@ -101,22 +97,6 @@ def tag_keys(
     )
     schema = RESULT_SCHEMA.with_metadata({TAG_STATS_KEY: stats.to_json().encode()})
     return pa.table([keys, part.cast(pa.string()), files.cast(pa.string())], schema=schema)
-
-
-def _distinct(
-    keys: pa.StringArray, partitions: pa.StringArray | None
-) -> tuple[pa.StringArray, pa.StringArray | None, np.ndarray]:
-    """Distinct (key, partition) inputs, and where each input is among them."""
-    encoded = pc.dictionary_encode(keys)
-    code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    if partitions is not None:
-        parts = pc.dictionary_encode(partitions.fill_null(""))
-        part_code = parts.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        code = code * max(len(parts.dictionary), 1) + part_code
-    unique, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-    del unique
-    rows = pa.array(first, pa.int64())
-    return keys.take(rows), None if partitions is None else partitions.take(rows), inverse.ravel()
 
 
 def _same_partition(
@@ -132,8 +112,8 @@ def _same_partition(
 def _one_location(
     context: TagContext, keys: pa.StringArray, key_idx: np.ndarray, file_pos: np.ndarray
 ) -> np.ndarray:
-    """Per distinct key, the position of the one live file holding it (-1: none); a key in two
-    files raises ``DuplicateKeyError``."""
+    """Per key, the position of the one live file holding it (-1: none); a key in two files
+    raises ``DuplicateKeyError``."""
     found = np.full(len(keys), -1, dtype=np.int64)
     pairs = np.unique(key_idx * max(len(context.paths), 1) + file_pos)
     key_idx, file_pos = pairs // max(len(context.paths), 1), pairs % max(len(context.paths), 1)
