@@ -31,6 +31,7 @@ class IndexConfig:
     key_generator: str = ""  # "simple" or "complex" (index_store.record_key.RecordKeySpec)
     key_fpp: float = 1e-6  # false-positive rate of the per-file key filters this library writes
     record_index: bool = False  # whether the ``record_index`` partition is maintained
+    record_index_shards: int | None = None  # its hash shards per file (None: from the key count)
 
     VERSION: ClassVar[int] = 2
     READS: ClassVar[tuple[int, ...]] = (1, 2)  # version 1 had no record key settings
@@ -48,6 +49,7 @@ class IndexConfig:
             "key_generator": self.key_generator,
             "key_fpp": self.key_fpp,
             "record_index": self.record_index,
+            "record_index_shards": self.record_index_shards,
         }
 
     @classmethod
@@ -64,6 +66,7 @@ class IndexConfig:
             )
         record_key = info.get("record_key")
         key_column = info.get("key_column")
+        shards = info.get("record_index_shards")
         return cls(
             table_kind=str(info.get("table_kind", "")),
             record_key=None if record_key is None else str(record_key),
@@ -75,4 +78,5 @@ class IndexConfig:
             key_generator=str(info.get("key_generator", "")),
             key_fpp=float(info.get("key_fpp", 1e-6)),
             record_index=bool(info.get("record_index", False)),
+            record_index_shards=None if shards is None else int(shards),
         )

@@ -427,13 +427,15 @@ class IndexedTable:
         record_index: bool = False,
         key_fpp: float = 1e-6,
         compute_keys: ComputeKeys | None = None,
+        record_index_shards: int | None = None,
     ) -> int:
         """Index every live data file from scratch (a checkpoint commit); returns its version.
 
         Tables with a record key (Hudi tables; plain ones given ``record_key``, one column or
         several, encoded as Hudi's key generators do) also get each file's key bounds and a Hudi
         bloom filter of its keys (taken from Hudi footers when there, else built at ``key_fpp``),
-        for ``tag``; ``record_index`` adds the record-level index (key -> file).
+        for ``tag``; ``record_index`` adds the record-level index (key -> file), in
+        ``record_index_shards`` hash shards per index file (a power of two; None: one per 4M keys).
         ``compute_keys`` replaces ``compute_file_keys`` the way ``compute`` replaces
         ``compute_stats`` (same arguments and result; e.g. on Spark executors).
 
@@ -470,11 +472,22 @@ class IndexedTable:
             if spec is not None
             else None
         )
-        config = self._config(bloom_columns, fpp, spec, key_fpp, record_index)
+        if record_index_shards is not None and (
+            record_index_shards < 1 or record_index_shards & (record_index_shards - 1)
+        ):
+            raise ValueError(f"record_index_shards must be a power of two, not {record_index_shards}")
+        config = dataclasses.replace(
+            self._config(bloom_columns, fpp, spec, key_fpp, record_index),
+            record_index_shards=record_index_shards,
+        )
 
         def prepare_commit(snap: Snapshot) -> Commit:
             added = self._write_batch(
-                built, np.arange(len(files), dtype=np.int64), snap.version + 1, record_keys=file_keys
+                built,
+                np.arange(len(files), dtype=np.int64),
+                snap.version + 1,
+                record_keys=file_keys,
+                config=config,
             )
             return Commit(
                 version=snap.version + 1,
@@ -564,7 +577,12 @@ class IndexedTable:
                 f.path for f in add_files if f.path in live_paths and f.path not in remove_paths
             ]
             written = self._write_batch(
-                built, idx, version, tombstones=[(p, live_paths[p]) for p in gone], record_keys=file_keys
+                built,
+                idx,
+                version,
+                tombstones=[(p, live_paths[p]) for p in gone],
+                record_keys=file_keys,
+                config=s.config,
             )
             return Commit(
                 version=version,
@@ -670,6 +688,7 @@ class IndexedTable:
         version: int,
         tombstones: Sequence[tuple[str, int]] = (),
         record_keys: FileKeys | None = None,
+        config: IndexConfig | None = None,
     ) -> dict[str, list[str]]:
         """Offer the batch to every partition; what each wrote, by partition name."""
         batch = Batch(
@@ -681,6 +700,7 @@ class IndexedTable:
             built.exact_columns,
             tombstones,
             record_keys,
+            config,
         )
         added = {}
         for partition in REGISTRY:

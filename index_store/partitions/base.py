@@ -77,6 +77,7 @@ class Batch:
     exact_columns: Sequence[str] = ()  # columns whose bounds are the values (partition columns)
     tombstones: Sequence[tuple[str, int]] = ()  # (path, file_idx) of files no longer live
     record_keys: FileKeys | None = None  # tables with a record key: their files' keys
+    config: IndexConfig | None = None  # how the index is built (None: defaults)
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,8 @@ class RecordIndexPartition:
         file_idx = np.asarray(batch.file_idx, dtype=np.int64)
         if len(pos) and (pos.min() < 0 or pos.max() >= len(file_idx)):
             raise ValueError(f"record keys of a batch name data files outside its {len(file_idx)} files")
-        return write_record_index(root, table["key"], file_idx[pos], shards=self.shards)
+        shards = self.shards or (batch.config.record_index_shards if batch.config is not None else None)
+        return write_record_index(root, table["key"], file_idx[pos], shards=shards)
 
     def compact(self, root: Path, index: LiveIndex) -> str | None:
         if not index.config.record_index:
@@ -114,7 +115,11 @@ class RecordIndexPartition:
         hashes, keys, file_idx = _read_rows(root, index.live.get(NAME, ()))
         keep = _member(file_idx, np.sort(np.asarray(index.file_idx, dtype=np.int64)))
         return write_record_index(
-            root, keys.filter(pa.array(keep)), file_idx[keep], shards=self.shards, hashes=hashes[keep]
+            root,
+            keys.filter(pa.array(keep)),
+            file_idx[keep],
+            shards=self.shards or index.config.record_index_shards,
+            hashes=hashes[keep],
         )
 
 

@@ -37,7 +37,11 @@ def key_ranks(keys: pa.Array, lows: pa.Array, highs: pa.Array, java_order: bool)
     key_fixed, bound_fixed, bound_valid = fixed
     distinct = np.unique(bound_fixed[bound_valid])
     low_pos = np.searchsorted(distinct, key_fixed, side="left")
-    equal = distinct[np.minimum(low_pos, max(distinct.size - 1, 0))] == key_fixed if distinct.size else low_pos < 0
+    equal = (
+        distinct[np.minimum(low_pos, max(distinct.size - 1, 0))] == key_fixed
+        if distinct.size
+        else low_pos < 0
+    )
     key_rank = np.where(equal, 2 * low_pos + 1, 2 * low_pos).astype(np.int64)
     key_rank[~key_bytes.is_valid().to_numpy(zero_copy_only=False)] = -1
     bound_rank = np.full(len(bounds), -1, dtype=np.int64)

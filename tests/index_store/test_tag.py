@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
 
@@ -293,3 +295,16 @@ def test_duplicate_keys_are_listed(tmp_path: Path) -> None:
             ("3", "a.parquet"),
             ("3", "b.parquet"),
         ]
+
+
+def test_record_index_shards_are_configurable(tmp_path: Path) -> None:
+    ids = _plain_table(tmp_path, files=3, rows=50)
+    t = open_table(tmp_path)
+    with pytest.raises(ValueError, match="power of two"):
+        t.build(record_key="id", record_index=True, record_index_shards=3, progress=False)
+    t.build(record_key="id", record_index=True, record_index_shards=4, progress=False)
+    (shard_file,) = (t.index_root / "record_index").iterdir()
+    meta = json.loads(ipc.open_file(shard_file).schema.metadata[b"record_index"])
+    assert meta["shards"] == 4
+    assert t.snapshot().config.record_index_shards == 4
+    assert t.tag(_ids(ids[:5]), using="record")["file"].null_count == 0
