@@ -26,6 +26,7 @@ already-encoded key strings instead. All of it runs over whole arrays (pyarrow c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -159,6 +160,24 @@ class RecordKeySpec:
             present = non_empty if present is None else pc.or_(present, non_empty)
         _refuse(n - _count(present), f"all record key fields {list(self.fields)} are null or empty", n)
         return _as_string(pc.binary_join_element_wise(*args, ""))
+
+    def leading_integers(self, keys: pa.Array) -> tuple[pa.Array, pa.Array]:
+        """The value of the first key field, as int64, read back from each key when it is an
+        integer (``(values, decoded)``; not decoded: the key is not the text of an integer there).
+
+        Exact where decoded: an integer's text has no ``,`` and ``encode`` writes the first field
+        first (``f1:<digits>,...``, or the whole key for a simple key), so a row whose key equals
+        the given one has exactly this value; tagging prunes files with the field's min/max."""
+        text = keys.cast(pa.string())
+        if self.generator == SIMPLE:
+            pattern = r"^(-?[0-9]{1,18})$"
+        elif self.generator == COMPLEX and self.fields:
+            pattern = "^" + re.escape(self.fields[0] + ":") + r"(-?[0-9]{1,18}),"
+        else:
+            return pa.nulls(len(keys), pa.int64()), pa.array([False] * len(keys))
+        extracted = pc.extract_regex(text, pattern=pattern.replace("(", "(?P<v>", 1))
+        values = pc.struct_field(extracted, "v").cast(pa.int64())
+        return values, pc.is_valid(extracted)
 
     def keys_of(self, table: pa.Table | pa.RecordBatch) -> pa.StringArray:
         """Keys of rows read from a data file: the stored column as is when there is one, else

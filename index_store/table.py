@@ -347,6 +347,23 @@ class IndexedTable:
             found = lookup_record_keys(self.index_root, loaded.snap.live.get("record_index", ()), wanted)
             return RecordMatches(found.key_pos, found.file_idx, found.bytes_read)
 
+        def leading_bounds() -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+            field = spec.fields[0] if spec.fields else None
+            schema = loaded.snap.schema
+            kind = schema.field(field).type if field is not None and field in schema.names else None
+            if kind is None or not pa.types.is_integer(kind) or kind == pa.uint64():
+                return None
+            column = self.stats([field], with_blooms=False).columns.get(field)
+            if column is None:
+                return None
+            low, high = column.min.cast(pa.int64()), column.max.cast(pa.int64())
+            known = pc.and_(low.is_valid(), high.is_valid()).to_numpy(zero_copy_only=False)
+            return (
+                low.fill_null(0).to_numpy(zero_copy_only=False),
+                high.fill_null(0).to_numpy(zero_copy_only=False),
+                known,
+            )
+
         context = TagContext(
             root=self.root,
             paths=loaded.paths,
@@ -356,6 +373,7 @@ class IndexedTable:
             spec=spec,
             key_filters=key_filters,
             record_lookup=record_lookup if config.record_index else None,
+            leading_bounds=leading_bounds,
         )
         return tag_keys(context, key_array, part_array, method)
 

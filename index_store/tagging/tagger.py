@@ -56,6 +56,9 @@ class TagContext:
     spec: RecordKeySpec
     key_filters: Callable[[], KeyFilters]
     record_lookup: Callable[[pa.Array], RecordMatches] | None  # None: no record index
+    # Per file: min and max of the first key field and whether they are known, when that field
+    # is an integer column (None otherwise): ``RecordKeySpec.leading_integers`` keys use it.
+    leading_bounds: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray] | None] | None = None
 
 
 def tag_keys(
@@ -202,28 +205,69 @@ def _range_pairs(
     """(key, file) pairs whose file's key bounds admit the key, in its partition, on disk.
 
     Bounds come in the order of whoever wrote them (Java ``String`` order or UTF-8 byte order);
-    the two differ only above U+FFFF, so then a pair is kept when either order admits it."""
+    the two differ only above U+FFFF, so then a pair is kept when either order admits it. Keys
+    that start with an integer key field are also held to that field's min/max (numbers, where
+    the key strings' bounds compare text: ``"10" < "9"``): they are stabbed by number first."""
     orders = [True, False] if needs_both_orders(keys, filters.min_key, filters.max_key) else [True]
     part_key, part_file = _partition_codes(context, parts)
-    found: list[tuple[np.ndarray, np.ndarray]] = []
+    usable = context.present & filters.min_key.is_valid().to_numpy(zero_copy_only=False)
+    ranked = []
     for java_order in orders:
         k, lo, hi = key_ranks(keys, filters.min_key, filters.max_key, java_order)
         span = max(int(k.max(initial=0)), int(lo.max(initial=0)), int(hi.max(initial=0))) + 1
         # The partition is the major part of each rank, so a key only meets its partition's files.
-        k = np.where(k >= 0, part_key * span + k, -1)
-        lo = np.where((lo >= 0) & context.present, part_file * span + lo, -1)
-        hi = np.where((hi >= 0) & context.present, part_file * span + hi, -1)
+        ranked.append(
+            (
+                np.where(k >= 0, part_key * span + k, -1),
+                np.where((lo >= 0) & usable, part_file * span + lo, -1),
+                np.where((hi >= 0) & usable, part_file * span + hi, -1),
+            )
+        )
+    by_number = np.zeros(len(keys), dtype=bool)
+    found: list[tuple[np.ndarray, np.ndarray]] = []
+    bounds = context.leading_bounds() if context.leading_bounds is not None and len(keys) else None
+    if bounds is not None:
+        values, decoded = context.spec.leading_integers(keys)
+        by_number = decoded.to_numpy(zero_copy_only=False)
+        chosen = np.flatnonzero(by_number)
+        numbers = values.fill_null(0).to_numpy(zero_copy_only=False)[chosen]
+        k, lo, hi = _number_ranks(numbers, *bounds, usable)
+        span = int(max(k.max(initial=0), hi.max(initial=0))) + 1
+        k = np.where(k >= 0, np.broadcast_to(part_key, len(keys))[chosen] * span + k, -1)
+        lo = np.where(lo >= 0, part_file * span + lo, -1)
+        hi = np.where(hi >= 0, part_file * span + hi, -1)
         for key_idx, file_pos in stab(k, lo, hi):
-            found.append((key_idx, file_pos))
+            key_idx = chosen[key_idx]
+            keep = np.zeros(key_idx.size, dtype=bool)
+            for kr, lr, hr in ranked:  # and inside the key strings' bounds
+                keep |= (lr[file_pos] >= 0) & (lr[file_pos] <= kr[key_idx]) & (kr[key_idx] <= hr[file_pos])
+            found.append((key_idx[keep], file_pos[keep]))
+    others = np.flatnonzero(~by_number)
+    if others.size:
+        for kr, lr, hr in ranked:
+            for key_idx, file_pos in stab(kr[others], lr, hr):
+                found.append((others[key_idx], file_pos))
     if not found:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     key_idx = np.concatenate([f[0] for f in found])
     file_pos = np.concatenate([f[1] for f in found])
-    if len(orders) > 1:
+    if len(orders) > 1 and others.size:
         n = max(len(context.paths), 1)
         pairs = np.unique(key_idx * n + file_pos)
         key_idx, file_pos = pairs // n, pairs % n
     return key_idx.astype(np.int64), file_pos.astype(np.int64)
+
+
+def _number_ranks(
+    values: np.ndarray, low: np.ndarray, high: np.ndarray, known: np.ndarray, usable: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ranks (int64, order-preserving) of key values and of the files' integer bounds; a file whose
+    bounds are unknown admits every value; files not ``usable`` rank -1 (never candidates)."""
+    every = np.unique(np.concatenate([values, low[known], high[known]]))
+    k = np.searchsorted(every, values) + 1
+    lo = np.where(known, np.searchsorted(every, low) + 1, 0)
+    hi = np.where(known, np.searchsorted(every, high) + 1, every.size + 1)
+    return k.astype(np.int64), np.where(usable, lo, -1), np.where(usable, hi, -1)
 
 
 def _partition_codes(context: TagContext, parts: pa.StringArray | None) -> tuple[np.ndarray, np.ndarray]:

@@ -308,3 +308,27 @@ def test_record_index_shards_are_configurable(tmp_path: Path) -> None:
     assert meta["shards"] == 4
     assert t.snapshot().config.record_index_shards == 4
     assert t.tag(_ids(ids[:5]), using="record")["file"].null_count == 0
+
+
+@pytest.mark.parametrize("composite", [False, True])
+def test_integer_keys_are_held_to_the_fields_min_max(tmp_path: Path, composite: bool) -> None:
+    """As text, numeric keys of consecutive files overlap ("10" < "9"); by number they do not."""
+    for i in range(10):
+        ids = np.arange(i * 100, (i + 1) * 100) - 300
+        columns = {"id": pa.array(ids, pa.int64()), "n": pa.array(ids % 3, pa.int8())}
+        _write(tmp_path / f"f{i}.parquet", pa.table(columns))
+    t = open_table(tmp_path)
+    t.build(record_key=["id", "n"] if composite else "id", progress=False)
+    values = [-300, -1, 0, 7, 99, 100, 650, 699, 5000, -301]
+    if composite:
+        keys = [f"id:{v},n:{v % 3}" for v in values] + ["id:007,n:1", "id:__null__,n:0", "id:1,n:2"]
+        oracle = _oracle(tmp_path, "'id:' || id || ',n:' || n")
+    else:
+        keys = [str(v) for v in values] + ["007", "-0", "99999999999999999999", "x"]
+        oracle = _oracle(tmp_path, "CAST(id AS VARCHAR)")
+    result = t.tag(keys, using="bloom")
+    _check(result, oracle)
+    stats = tag_stats(result)
+    assert stats.updates == 8
+    # each key meets at most the one file whose numbers cover it (text ranges overlap everywhere)
+    assert stats.after_range <= len(keys)
