@@ -350,8 +350,10 @@ class IndexedTable:
         def leading_bounds() -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
             field = spec.fields[0] if spec.fields else None
             schema = loaded.snap.schema
-            kind = schema.field(field).type if field is not None and field in schema.names else None
-            if kind is None or not pa.types.is_integer(kind) or kind == pa.uint64():
+            if field is None or field not in schema.names:
+                return None
+            kind = schema.field(field).type
+            if not pa.types.is_integer(kind) or kind == pa.uint64():
                 return None
             column = self.stats([field], with_blooms=False).columns.get(field)
             if column is None:
