@@ -84,7 +84,7 @@ def _lookup_file(path: str, wanted: pa.StringArray, spec: RecordKeySpec) -> tupl
         ) from None
     except (pa.ArrowException, OSError) as exc:
         raise TableFormatError(f"data file {path} is not readable parquet: {exc}") from None
-    stored = spec.keys_of(table)
+    stored = spec.keys_of(_rows_that_may_match(table, wanted, spec))
     hit = pc.is_in(wanted, value_set=stored).to_numpy(zero_copy_only=False)
     size = sum(
         pf.metadata.row_group(g).column(c).total_compressed_size
@@ -92,6 +92,20 @@ def _lookup_file(path: str, wanted: pa.StringArray, spec: RecordKeySpec) -> tupl
         for c in _column_indices(pf, spec.read_columns)
     )
     return np.flatnonzero(hit), len(groups), size
+
+
+def _rows_that_may_match(table: pa.Table, wanted: pa.StringArray, spec: RecordKeySpec) -> pa.Table:
+    """The rows worth encoding: when keys are made from fields and every wanted key starts with an
+    integer, only rows holding one of those integers (encoding every row costs more than this)."""
+    if spec.column is not None or not spec.fields:
+        return table
+    first = table.column(spec.fields[0]) if spec.fields[0] in table.column_names else None
+    if first is None or not pa.types.is_integer(first.type) or first.type == pa.uint64():
+        return table
+    values, decoded = spec.leading_integers(wanted)
+    if not pc.all(decoded).as_py():
+        return table
+    return table.filter(pc.is_in(first.cast(pa.int64()), value_set=values))
 
 
 def _column_indices(pf: pq.ParquetFile, names: Sequence[str]) -> list[int]:
