@@ -50,12 +50,27 @@ def test_help_is_for_users_and_shows_defaults(capsys: pytest.CaptureFixture[str]
     text = help_of(capsys)
     assert "queries read only the files that may hold matching rows" in text
     assert "package" not in text and "adapter" not in text  # not notes on where the code lives
-    for command in ("build", "sync", "update", "prune", "files", "query", "stats", "compact", "clean"):
+    for command in (
+        "build",
+        "sync",
+        "update",
+        "prune",
+        "files",
+        "query",
+        "stats",
+        "tag",
+        "check",
+        "compact",
+        "clean",
+    ):
         assert f" {command} " in text
     assert "bloom filter false-positive rate (default: 0.01)" in help_of(capsys, "build")
     assert "(default: 3600.0)" in help_of(capsys, "clean")
     assert "(default: TABLE/.hoodie/.index)" in help_of(capsys, "prune")
     assert "@FILE reads it from a file, - from standard input" in help_of(capsys, "files")
+    assert "(default: 1e-06)" in help_of(capsys, "build")
+    assert "--using {auto,bloom,record}" in help_of(capsys, "tag")
+    assert "(default: 10)" in help_of(capsys, "check")
 
 
 def test_bad_option_values_are_refused_by_the_parser(table: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -191,6 +206,18 @@ def test_every_json_output_is_one_line_ending_in_a_newline(
         ["files", str(table), "--where", "id >= 1100", "--json"],
         ["files", str(table), "--json"],
         ["stats", str(table), "--json"],
+    ):
+        code, out, err = run(capsys, *args)
+        assert code == 0 and err == "", err
+        assert out.endswith("\n") and out.count("\n") == 1, args
+        json.loads(out)
+    run(capsys, "build", str(table), "--record-key", "id")
+    keys = table.parent / "keys.csv"
+    keys.write_text("key\n1\n2000\n")
+    for args in (
+        ["stats", str(table), "--json"],
+        ["tag", str(table), "--keys", str(keys), "--json"],
+        ["check", str(table), "--json"],
     ):
         code, out, err = run(capsys, *args)
         assert code == 0 and err == "", err
