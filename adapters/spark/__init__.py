@@ -1,4 +1,5 @@
-"""Spark adapter: Catalyst and data-source filters as ``hudi_expr``, pruned reads, index builds."""
+"""Spark adapter: Catalyst and data-source filters as ``hudi_expr``, pruned reads, index builds,
+record key tagging for upserts."""
 
 from adapters.spark.build import SparkBuildError, build_index
 from adapters.spark.catalyst import (
@@ -13,19 +14,25 @@ from adapters.spark.datasource import SOURCE_NAME, HudiIndexDataSource
 from adapters.spark.datasource import register as register_datasource
 from adapters.spark.read import prune, read, usable_expression
 from adapters.spark.session import local_session
+from adapters.spark.tag import SparkTagError, SparkTagStats, benchmark_tag, tag, tag_with_stats
 
 __all__ = [
     "SOURCE_NAME",
     "FileScan",
     "HudiIndexDataSource",
     "SparkBuildError",
+    "SparkTagError",
+    "SparkTagStats",
     "Translation",
+    "benchmark_tag",
     "build_index",
     "file_scan",
     "local_session",
     "prune",
     "read",
     "register_datasource",
+    "tag",
+    "tag_with_stats",
     "translate_column",
     "translate_expression",
     "translate_plan",

@@ -11,19 +11,26 @@ which types the bounds and the bloom hashes). Each task returns its files' schem
 computed against its own union; groups whose union differs from the table's (schema evolution)
 are computed again against the table's union in a second job. Most tables need one job.
 
-Data errors (a file that is not parquet, a bloom column the table lacks) travel back as values and
-are raised on the driver as the ``TableFormatError`` a local build raises, before anything is
-written: a failed build leaves the index as it was.
+Tables with a record key also get each file's key bounds and Hudi bloom filter (and, for a record
+index, every key) computed on the executors, through ``IndexedTable.build(compute_keys=...)``: tasks
+run ``compute_file_keys`` on groups of files and send the filters back as Hudi's serialized bytes
+(``HudiBloomFilter.to_bytes`` and the type code), which the driver parses and merges in order.
+
+Data errors (a file that is not parquet, a bloom column the table lacks, a null record key) travel
+back as values and are raised on the driver as the ``TableFormatError`` (or ``RecordKeyError``) a
+local build raises, before anything is written: a failed build leaves the index as it was.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import TypeVar
 
+import numpy as np
 import pyarrow as pa
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -32,18 +39,24 @@ from hudi_expr.footer import unify_schemas
 from index_store import IndexedTable, open_table
 from index_store.builder import (
     BuiltFiles,
+    compute_file_keys,
     compute_stats,
     compute_stats_from_footers,
     merge_built,
     open_footers,
 )
-from index_store.errors import IndexStoreError, TableFormatError
+from index_store.errors import IndexStoreError, RecordKeyError, TableFormatError
+from index_store.hudi_bloom import HudiBloomFilter
+from index_store.partitions.base import FileKeys
+from index_store.record_key import RecordKeySpec
 from index_store.tables.base import DataFile
 
-__all__ = ["SparkBuildError", "build_index"]
+__all__ = ["SparkBuildError", "build_index", "compute_keys_on_spark"]
 
 MAX_FILES_PER_TASK = 1024
 TASKS_PER_CORE = 4
+
+R = TypeVar("R")
 
 
 class SparkBuildError(IndexStoreError):
@@ -57,19 +70,74 @@ def build_index(
     fpp: float = 0.01,
     files_per_task: int | None = None,
     index_path: str | os.PathLike[str] | None = None,
+    record_key: str | Sequence[str] | None = None,
+    record_index: bool = False,
+    key_fpp: float = 1e-6,
 ) -> int:
     """Build the index of ``table`` (an ``IndexedTable`` or a table path) with its data files read
     on Spark executors; returns the new index version.
 
-    Same arguments and same index as ``IndexedTable.build``. ``files_per_task`` defaults to about
-    four tasks per core of the cluster (at most ``MAX_FILES_PER_TASK`` files each). Executors must
-    see the table at the same path as the driver (a shared file system).
+    Same arguments and same index as ``IndexedTable.build`` (``record_key``, ``record_index`` and
+    ``key_fpp`` too: the files' keys are computed on the executors as well). ``files_per_task``
+    defaults to about four tasks per core of the cluster (at most ``MAX_FILES_PER_TASK`` files
+    each). Executors must see the table at the same path as the driver (a shared file system).
     """
     if files_per_task is not None and files_per_task < 1:
         raise ValueError(f"files_per_task must be at least 1, not {files_per_task}")
     indexed = table if isinstance(table, IndexedTable) else open_table(table, index_path)
-    compute = partial(_compute_on_spark, spark, files_per_task)
-    return indexed.build(bloom_columns=bloom_columns, fpp=fpp, progress=False, compute=compute)
+    return indexed.build(
+        bloom_columns=bloom_columns,
+        fpp=fpp,
+        progress=False,
+        compute=partial(_compute_on_spark, spark, files_per_task),
+        record_key=record_key,
+        record_index=record_index,
+        key_fpp=key_fpp,
+        compute_keys=partial(compute_keys_on_spark, spark, files_per_task),
+    )
+
+
+def compute_keys_on_spark(
+    spark: SparkSession,
+    files_per_task: int | None,
+    root: str,
+    files: Sequence[DataFile],
+    spec: RecordKeySpec,
+    fpp: float,
+    with_keys: bool = False,
+    progress: bool | None = None,
+) -> FileKeys:
+    """``compute_file_keys`` on Spark (the ``compute_keys`` hook of ``IndexedTable.build``): the
+    same ``FileKeys``, files in the same order, filters equal bit for bit."""
+    if not files:
+        return compute_file_keys(root, files, spec, fpp, with_keys, progress=False)
+    size = files_per_task or _default_group_size(spark, len(files))
+    groups = [list(files[i : i + size]) for i in range(0, len(files), size)]
+    task = _KeysTask(root, spec, fpp, with_keys)
+    results = _run(spark, task, groups, f"hudi-index build: record keys of {len(files)} files")
+    for r in results:
+        if r.error is not None:
+            raise r.error
+    filters = [
+        None if raw is None else HudiBloomFilter.from_bytes(raw, kind)
+        for r in results
+        for raw, kind in zip(r.blooms, r.bloom_types, strict=True)
+    ]
+    keys = None
+    if with_keys:
+        offsets = np.cumsum([0] + [len(g) for g in groups])
+        tables = [
+            r.keys.set_column(1, "file", pa.array(r.keys["file"].to_numpy() + offset, pa.int32()))
+            for r, offset in zip(results, offsets.tolist(), strict=False)
+            if r.keys is not None
+        ]
+        keys = pa.concat_tables(tables).combine_chunks()
+    return FileKeys(
+        pa.concat_arrays([r.min_key for r in results]),
+        pa.concat_arrays([r.max_key for r in results]),
+        filters,
+        keys,
+    )
 
 
 # ----------------------------------------------------------------------------------- driver
@@ -111,7 +179,12 @@ def _default_group_size(spark: SparkSession, n: int) -> int:
     return max(1, min(MAX_FILES_PER_TASK, math.ceil(n / (cores * TASKS_PER_CORE))))
 
 
-def _run(spark: SparkSession, task: _Task, groups: list[list[DataFile]], what: str) -> list[_GroupResult]:
+def _run(
+    spark: SparkSession,
+    task: Callable[[Iterable[tuple[int, list[DataFile]]]], Iterator[tuple[int, R]]],
+    groups: list[list[DataFile]],
+    what: str,
+) -> list[R]:
     """One Spark job, one task per group; the groups' results in group order."""
     sc = _context(spark)
     previous = sc.getLocalProperty("spark.job.description")
@@ -211,6 +284,46 @@ class _Task:
         except TableFormatError as exc:
             return _GroupResult(schemas, schema_of_file, error=TableFormatError(str(exc)))
         return _GroupResult(schemas, schema_of_file, built=built)
+
+
+@dataclass(frozen=True)
+class _KeysResult:
+    """One task's ``FileKeys``, filters as Hudi's serialized bytes; or the data error that stopped it."""
+
+    min_key: pa.Array
+    max_key: pa.Array
+    blooms: list[bytes | None]
+    bloom_types: list[str | None]
+    keys: pa.Table | None = None
+    error: IndexStoreError | None = None
+
+
+@dataclass(frozen=True)
+class _KeysTask:
+    """The function of ``mapPartitions``: ``compute_file_keys`` of each ``(group index, files)``."""
+
+    root: str
+    spec: RecordKeySpec
+    fpp: float
+    with_keys: bool
+
+    def __call__(self, groups: Iterable[tuple[int, list[DataFile]]]) -> Iterator[tuple[int, _KeysResult]]:
+        for index, files in groups:
+            yield index, self.compute(files)
+
+    def compute(self, files: list[DataFile]) -> _KeysResult:
+        try:
+            found = compute_file_keys(self.root, files, self.spec, self.fpp, self.with_keys, progress=False)
+        except (TableFormatError, RecordKeyError) as exc:
+            none = pa.array([], pa.string())
+            return _KeysResult(none, none, [], [], error=type(exc)(str(exc)))
+        return _KeysResult(
+            found.min_key,
+            found.max_key,
+            [None if f is None else f.to_bytes() for f in found.filters],
+            [None if f is None else f.type_code for f in found.filters],
+            found.keys,
+        )
 
 
 def _distinct(schemas: list[pa.Schema]) -> tuple[list[pa.Schema], list[int]]:

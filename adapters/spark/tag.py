@@ -1,0 +1,725 @@
+"""Tagging record keys with their data files on Spark (Hudi RFC-37's upsert index), distributed.
+
+``tag(spark, table, df)`` returns ``df`` with a ``_file`` column: the absolute path of the live data
+file holding each row's record key (an update), null for a key found nowhere (an insert). The
+answers are those of ``IndexedTable.tag``; only the work moves to the executors:
+
+- keys: each row's record key is encoded on the executors (an Arrow UDF running
+  ``RecordKeySpec.encode`` over whole batches, shipping only the key columns), or taken from a
+  column of already-encoded keys (``key_cols=[c]``); the distinct ``(key, partition)`` inputs go on.
+- ``bloom``: the driver checks the index is current (as ``IndexedTable.tag`` does) and broadcasts
+  each live file's key bounds, partition and serialized Hudi bloom filter; an Arrow UDF rebuilds
+  the ``HudiBloomFilterSet`` once per Python worker and turns each batch of distinct keys into
+  candidate files per key with ``index_store.tagging.ranges`` (integer stabbing) and one vectorized
+  bloom probe (exploded into ``(key, file)`` pairs). The candidates are confirmed by reading the
+  candidate files' key columns with Spark's parquet reader (``_metadata.file_path`` says which file
+  a key came from), a semi-join on ``(key, file)``.
+- ``record``: the record index's Arrow IPC files are read on the executors (slices of its record
+  batches), entries of dead or deleted files dropped, and joined with the distinct keys (a shuffle
+  join on the key).
+
+Python work runs in scalar Arrow UDFs, not ``mapInArrow``: PySpark 4.3 plans ``mapInArrow``
+through ``pandas_udf`` and so requires pandas, which this library does not depend on.
+
+A key held by two live files raises ``DuplicateKeyError`` on the driver (found by an aggregation),
+as locally. The intermediate results are local checkpoints (``localCheckpoint``: kept on the
+executors, freed when no longer referenced), so the returned DataFrame does not redo the probing
+when it is used; its own work is one join of ``df`` with the (key -> file) answers. Like any local
+checkpoint, it is lost with an executor that goes away before the result is used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import time
+import uuid
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import unquote, urlparse
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from index_store import IndexedTable, open_table
+from index_store.errors import (
+    DuplicateKeyError,
+    IndexCorruptError,
+    IndexNotBuiltError,
+    IndexStaleError,
+    IndexStoreError,
+    RecordKeyError,
+    TableFormatError,
+)
+from index_store.hudi_bloom import HudiBloomFilter, HudiBloomFilterSet, HudiBloomFormatError
+from index_store.partitions import RECORD_INDEX_SCHEMA, RECORD_KEYS_SCHEMA, read_files
+from index_store.partitions.base import positions_of, read_index_file, scatter
+from index_store.partitions.record_keys import RecordKeysPartition
+from index_store.record_key import UNKNOWN, RecordKeySpec
+from index_store.tagging.ranges import key_ranks, needs_both_orders, stab
+
+__all__ = ["FILE_COLUMN", "SparkTagError", "SparkTagStats", "benchmark_tag", "tag", "tag_with_stats"]
+
+FILE_COLUMN = "_file"
+_KEY = "__hudi_tag_key"
+_PART = "__hudi_tag_partition"
+_POS = "__hudi_tag_file_pos"
+_PATH = "__hudi_tag_path"
+_FILE_PART = "__hudi_tag_file_partition"
+RECORD_SLICE_ROWS = 1 << 16  # record index entries read per UDF row (a slice of a record batch)
+
+
+class SparkTagError(IndexStoreError):
+    """A Spark job of a tagging run failed for a reason other than the keys or the table."""
+
+
+@dataclass(frozen=True)
+class SparkTagStats:
+    """What one distributed tagging run did (for benchmarks): pair and file counts and the
+    seconds of each stage (``keys``: encoding and distinct keys, with the range and bloom stages
+    for ``bloom``; ``verify``; ``record``; ``duplicates``). The returned DataFrame is lazy: its final
+    join is not timed here."""
+
+    method: str
+    files: int  # live data files the index holds (and still on disk)
+    after_range: int = 0  # candidate pairs after the key ranges (bloom)
+    after_bloom: int = 0  # candidate pairs after the bloom filters (bloom), or live entries found (record)
+    files_read: int = 0  # candidate files whose keys were read (bloom)
+    updates: int = 0  # distinct (key, partition) inputs found in a file
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def tag(
+    spark: SparkSession,
+    table: IndexedTable | str | os.PathLike[str],
+    df: DataFrame,
+    key_cols: Sequence[str] | str | None = None,
+    partition_col: str | None = None,
+    using: Literal["auto", "bloom", "record"] = "auto",
+) -> DataFrame:
+    """``df`` with a ``_file`` column: the absolute path of the live data file holding each row's
+    record key, null for a key no file holds (an insert).
+
+    ``key_cols``: None (``df`` has the index's key fields, ``snapshot().config.key_fields``,
+    encoded as the table's key generator does) or ``[c]``, a string column of record keys exactly
+    as Hudi writes ``_hoodie_record_key``. ``partition_col``: a column of partition paths (as the
+    index names them, e.g. ``region=eu`` or Hudi's ``_hoodie_partition_path``): each key is looked
+    for in its partition only (a null one is the table's ``""`` partition); without it the whole
+    table. ``using``: as ``IndexedTable.tag``. Raises as ``IndexedTable.tag`` does:
+    ``IndexStaleError`` when files were added or rewritten since the index was synced,
+    ``RecordKeyError`` for a missing key column or null keys, ``DuplicateKeyError`` when a key is
+    in two live files.
+    """
+    return tag_with_stats(spark, table, df, key_cols, partition_col, using)[0]
+
+
+def tag_with_stats(
+    spark: SparkSession,
+    table: IndexedTable | str | os.PathLike[str],
+    df: DataFrame,
+    key_cols: Sequence[str] | str | None = None,
+    partition_col: str | None = None,
+    using: Literal["auto", "bloom", "record"] = "auto",
+) -> tuple[DataFrame, SparkTagStats]:
+    """``tag``, and what its stages did and took (``SparkTagStats``)."""
+    indexed = table if isinstance(table, IndexedTable) else open_table(table)
+    live = _live_index(indexed)
+    config = live.config
+    spec = _spec_of(config)
+    if spec is None:
+        raise RecordKeyError(
+            f"the index of {indexed.root} holds no record keys: build it with the key columns, "
+            "build(record_key=[...]) (CLI: hudi-index build --record-key a,b)"
+        )
+    if using not in ("auto", "bloom", "record"):
+        raise ValueError(f"using must be 'auto', 'bloom' or 'record', not {using!r}")
+    if using == "record" and not config.record_index:
+        raise RecordKeyError(
+            f"the index of {indexed.root} has no record index: build it with record_index=True "
+            "(CLI: hudi-index build --record-index), or tag with using='bloom'"
+        )
+    method = "record" if using == "record" or (using == "auto" and config.record_index) else "bloom"
+    if FILE_COLUMN in df.columns:
+        raise ValueError(f"df already has a {FILE_COLUMN!r} column")
+    keyed = df.withColumn(_KEY, _key_column(df, spec, key_cols))
+    if partition_col is not None:
+        if partition_col not in df.columns:
+            raise RecordKeyError(f"partition column {partition_col!r} is not a column of df: {df.columns}")
+        keyed = keyed.withColumn(_PART, F.coalesce(F.col(f"`{partition_col}`").cast("string"), F.lit("")))
+    _check_current(indexed, live)
+    join_on = [_KEY, _PART] if partition_col is not None else [_KEY]
+    distinct = keyed.select(*join_on).distinct()
+
+    stats: dict[str, Any] = {"method": method, "files": int(live.present.sum()), "seconds": {}}
+    if method == "bloom":
+        found = _by_blooms(spark, indexed, live, spec, distinct, partition_col is not None, stats)
+    else:
+        found = _by_record_index(spark, indexed, live, distinct, partition_col is not None, stats)
+
+    start = time.perf_counter()
+    with _spark_errors("duplicate keys"):
+        summary = _duplicates(found, join_on)
+    stats["seconds"]["duplicates"] = time.perf_counter() - start
+    stats["updates"] = int(summary["updates"] or 0)
+    if method == "record":
+        stats["after_bloom"] = int(summary["matches"] or 0)
+    if summary["twice"]:
+        key, positions = summary["example"][_KEY], summary["example"]["positions"]
+        where = sorted(live.paths[int(p)] for p in positions)
+        raise DuplicateKeyError(
+            f"{summary['twice']} record keys are in more than one live data file of {indexed.root}, "
+            f"e.g. {key!r} in {where}: the table's keys are not unique (run hudi-index check)"
+        )
+    files = _files_frame(spark, live)
+    answers = found.join(F.broadcast(files), _POS).select(*join_on, FILE_COLUMN)
+    result = keyed.join(answers, on=join_on, how="left").drop(*join_on)
+    return result, SparkTagStats(**stats)
+
+
+def benchmark_tag(
+    spark: SparkSession,
+    table: IndexedTable | str | os.PathLike[str],
+    df: DataFrame,
+    key_cols: Sequence[str] | str | None = None,
+    partition_col: str | None = None,
+    using: Literal["auto", "bloom", "record"] = "auto",
+) -> SparkTagStats:
+    """``tag_with_stats`` with the result materialized too (written to Spark's ``noop`` sink):
+    the stats of the whole run, ``seconds["result"]`` the final join, ``seconds["total"]`` all."""
+    start = time.perf_counter()
+    result, stats = tag_with_stats(spark, table, df, key_cols, partition_col, using)
+    joined = time.perf_counter()
+    result.write.format("noop").mode("overwrite").save()
+    end = time.perf_counter()
+    seconds = {**stats.seconds, "result": end - joined, "total": end - start}
+    return dataclasses.replace(stats, seconds=seconds)
+
+
+# ----------------------------------------------------------------------------------- driver
+
+
+@dataclass(frozen=True)
+class _Live:
+    """The index's live files as tagging needs them, in ``file_idx`` order."""
+
+    root: str  # the table's
+    config: Any
+    file_idx: np.ndarray
+    paths: list[str]  # table-relative
+    partitions: pa.StringArray
+    sizes: pa.Array
+    mtimes: pa.Array
+    present: np.ndarray  # still on disk (set by _check_current)
+    live_record_index: tuple[str, ...]
+    live_record_keys: tuple[str, ...]
+
+
+def _live_index(indexed: IndexedTable) -> _Live:
+    snap = indexed.snapshot()
+    if not snap.version:
+        raise IndexNotBuiltError(indexed.root)
+    files = read_files(
+        indexed.index_root, snap.live["files"], ["file_idx", "path", "partition", "size", "mtime"]
+    )
+    return _Live(
+        indexed.root,
+        snap.config,
+        files["file_idx"].to_numpy(),
+        files["path"].to_pylist(),
+        files["partition"].combine_chunks().cast(pa.string()),
+        files["size"].combine_chunks(),
+        files["mtime"].combine_chunks(),
+        np.zeros(files.num_rows, dtype=bool),
+        tuple(snap.live.get("record_index", ())),
+        tuple(snap.live.get("record_keys", ())),
+    )
+
+
+def _check_current(indexed: IndexedTable, live: _Live) -> None:
+    """``IndexStaleError`` when files are on disk the index does not know or has another size or
+    modification time for (the rule of ``IndexedTable.tag``); marks which indexed files are on disk."""
+    listing = indexed.reader.list_files()
+    on_disk = pa.array([f.path for f in listing], pa.string())
+    paths = pa.array(live.paths, pa.string())
+    where = pc.index_in(paths, value_set=on_disk)
+    present = pc.is_valid(where).to_numpy(zero_copy_only=False)
+    changed = np.zeros(len(paths), dtype=bool)
+    if len(listing):
+        rows = pa.array(where.fill_null(0).to_numpy(zero_copy_only=False))
+        disk_size = pa.array([f.size for f in listing], pa.int64()).take(rows)
+        disk_mtime = pa.array([f.mtime_ns for f in listing], pa.int64()).take(rows)
+        same = pc.and_(pc.equal(disk_size, live.sizes), pc.equal(disk_mtime, live.mtimes))
+        changed = present & ~pc.fill_null(same, False).to_numpy(zero_copy_only=False)
+    unknown = int(pc.sum(pc.invert(pc.is_in(on_disk, value_set=paths))).as_py() or 0)
+    if unknown or changed.any():
+        parts = [f"{_files(unknown)} not in the index" if unknown else ""]
+        parts.append(f"{_files(int(changed.sum()))} changed since indexed" if changed.any() else "")
+        raise IndexStaleError(indexed.root, ", ".join(p for p in parts if p))
+    live.present[:] = present
+
+
+def _files(n: int) -> str:
+    return "1 file" if n == 1 else f"{n} files"
+
+
+def _spec_of(config: Any) -> RecordKeySpec | None:
+    if not config.key_fields and config.key_column is None:
+        return None
+    return RecordKeySpec(config.key_fields, config.key_column, config.key_generator or "simple")
+
+
+def _key_column(df: DataFrame, spec: RecordKeySpec, key_cols: Sequence[str] | str | None) -> Column:
+    """The record key of each row, computed on the executors; column and type errors raised here."""
+    if isinstance(key_cols, str):
+        key_cols = [key_cols]
+    types = {f.name: f.dataType for f in df.schema.fields}
+    if key_cols is not None:
+        names = list(key_cols)
+        if len(names) != 1:
+            raise RecordKeyError(
+                f"key_cols names one column of encoded record keys, got {names}; leave it out to have "
+                f"the key fields {list(spec.fields)} encoded"
+            )
+        (name,) = names
+        if name not in types:
+            raise RecordKeyError(f"record key column {name!r} is not a column of df: {df.columns}")
+        if not isinstance(types[name], StringType):
+            raise RecordKeyError(
+                f"record key column {name!r} holds {types[name].simpleString()}, not the key strings "
+                f"Hudi writes; leave key_cols out to have the key fields {list(spec.fields)} encoded"
+            )
+        return _arrow_udf(_CheckedKeys(name), "string", F.col(f"`{name}`"))
+    if spec.generator == UNKNOWN or not spec.fields:
+        raise RecordKeyError(
+            f"cannot encode record keys from the fields {list(spec.fields)}: "
+            f"{spec.detail or 'the key generator is not known'}. Pass a column of record key strings as "
+            f"Hudi wrote them: key_cols=[column]"
+        )
+    missing = [f for f in spec.fields if f not in types]
+    if missing:
+        raise RecordKeyError(
+            f"record key field {missing[0]!r} is not a column of df; its columns are {df.columns} "
+            f"(the key fields are {list(spec.fields)}; or pass encoded keys with key_cols=[column])"
+        )
+    # Types the key generator cannot print are refused here, on an empty batch, not in a task.
+    schema = pa.schema([pa.field(f, to_arrow_type(types[f])) for f in spec.fields])
+    spec.encode(schema.empty_table())
+    return _arrow_udf(_EncodeKeys(spec), "string", *[F.col(f"`{f}`") for f in spec.fields])
+
+
+def _arrow_udf(fn: Any, return_type: str, *columns: Column) -> Column:
+    """A scalar Arrow UDF (batches of ``pyarrow`` arrays in and out; unlike ``mapInArrow``, which
+    PySpark 4.3 runs through ``pandas_udf``, it needs no pandas)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "prefer type hints": a callable object has none
+        udf = F.arrow_udf(fn, return_type, F.ArrowUDFType.SCALAR)
+    return udf(*columns)
+
+
+def _by_blooms(
+    spark: SparkSession,
+    indexed: IndexedTable,
+    live: _Live,
+    spec: RecordKeySpec,
+    distinct: DataFrame,
+    per_partition: bool,
+    stats: dict[str, Any],
+) -> DataFrame:
+    """Confirmed ``(key[, partition], file_pos)``: ranges and blooms on executors, then reading."""
+    start = time.perf_counter()
+    keys = _key_rows(indexed, live)
+    ranges = _Ranges(
+        uuid.uuid4().hex,
+        str(indexed.index_root / RecordKeysPartition.name),
+        keys["min_key"],
+        keys["max_key"],
+        live.partitions,
+        live.present.copy(),
+        keys["bloom"].to_pylist(),
+        keys["bloom_type"].to_pylist(),
+    )
+    sc = spark.sparkContext
+    broadcast = sc.broadcast(ranges)
+    after_range = sc.accumulator(0)
+    columns = [_KEY, _PART] if per_partition else [_KEY]
+    probe = _arrow_udf(_Probe(broadcast, after_range), "array<bigint>", *[F.col(c) for c in columns])
+    with _spark_errors("key ranges and bloom filters"):
+        candidates = distinct.select(*columns, F.explode(probe).alias(_POS)).localCheckpoint(eager=True)
+        per_file = candidates.groupBy(_POS).count().collect()
+    broadcast.unpersist()
+    stats["seconds"]["keys"] = time.perf_counter() - start
+    stats["after_range"] = int(after_range.value)
+    stats["after_bloom"] = sum(int(r["count"]) for r in per_file)
+    stats["files_read"] = len(per_file)
+
+    start = time.perf_counter()
+    if not per_file:
+        stats["seconds"]["verify"] = time.perf_counter() - start
+        return candidates
+    prefix = indexed.root.rstrip(os.sep) + os.sep
+    wanted = {os.path.normpath(prefix + live.paths[p]): p for p in sorted(int(r[_POS]) for r in per_file)}
+    read = spark.read.parquet(*wanted)
+    with _spark_errors("listing the candidate files"):
+        # Spark names files by URI (file:/a%20b/...): which URI is which file, from a scan that
+        # reads no column (row counts only), so that the key scan joins on plain strings.
+        uris = [r[0] for r in read.select(F.col("_metadata.file_path")).distinct().collect()]
+    by_uri = [(uri, wanted.get(_local_path(uri), -1)) for uri in uris]
+    unknown = [uri for uri, pos in by_uri if pos < 0]
+    if unknown:
+        raise SparkTagError(f"Spark read files that were not asked for: {unknown[:3]}")
+    files = spark.createDataFrame(
+        pa.table({_PATH: pa.array(uris, pa.string()), _POS: pa.array([p for _, p in by_uri], pa.int64())})
+    )
+    if spec.column is not None:
+        key = F.col(f"`{spec.column}`").cast("string")  # Hudi's stored keys: no Python on the scan
+    else:
+        key = _arrow_udf(_EncodeKeys(spec), "string", *[F.col(f"`{c}`") for c in spec.fields])
+    stored = read.select(key.alias(_KEY), F.col("_metadata.file_path").alias(_PATH))
+    stored = stored.join(F.broadcast(files), _PATH).select(_KEY, _POS)
+    with _spark_errors("reading the candidate files' keys"):
+        confirmed = candidates.join(stored, [_KEY, _POS], "left_semi").localCheckpoint(eager=True)
+    stats["seconds"]["verify"] = time.perf_counter() - start
+    return confirmed
+
+
+def _local_path(uri: str) -> str:
+    """The normalized local path of a ``file:`` URI as Spark names files (other URIs as they are)."""
+    parsed = urlparse(uri)
+    return os.path.normpath(unquote(parsed.path)) if parsed.scheme in ("file", "") else uri
+
+
+def _key_rows(indexed: IndexedTable, live: _Live) -> dict[str, pa.Array]:
+    """Each live file's key bounds and serialized Hudi filter, as the ``record_keys`` partition
+    holds them (nulls for a file it has nothing for: never a candidate, as locally)."""
+    tables = [read_index_file(indexed.index_root, rel, RECORD_KEYS_SCHEMA) for rel in live.live_record_keys]
+    rows = pa.concat_tables(tables) if tables else RECORD_KEYS_SCHEMA.empty_table()
+    positions = positions_of(live.file_idx, rows["file_idx"].to_numpy())
+    return {name: scatter(rows[name], positions) for name in ("min_key", "max_key", "bloom", "bloom_type")}
+
+
+def _by_record_index(
+    spark: SparkSession,
+    indexed: IndexedTable,
+    live: _Live,
+    distinct: DataFrame,
+    per_partition: bool,
+    stats: dict[str, Any],
+) -> DataFrame:
+    """Confirmed ``(key[, partition], file_pos)``: the record index's entries joined on the key."""
+    start = time.perf_counter()
+    slices = [
+        (rel, batch, offset, min(rows - offset, RECORD_SLICE_ROWS))
+        for rel in live.live_record_index
+        for batch, rows in enumerate(_record_batch_rows(indexed, rel))
+        for offset in range(0, rows, RECORD_SLICE_ROWS)
+    ]
+    columns = [_KEY, _PART] if per_partition else [_KEY]
+    if not slices:
+        empty = StructType([StructField(c, StringType()) for c in columns])
+        stats["seconds"]["record"] = time.perf_counter() - start
+        return spark.createDataFrame([], empty).withColumn(_POS, F.lit(None).cast("long"))
+    sc = spark.sparkContext
+    task_schema = StructType(
+        [
+            StructField("rel", StringType()),
+            StructField("batch", LongType()),
+            StructField("offset", LongType()),
+            StructField("length", LongType()),
+        ]
+    )
+    parallelism = max(1, min(len(slices), sc.defaultParallelism * 4))
+    tasks = spark.createDataFrame(sc.parallelize(slices, parallelism), task_schema)
+    reader = _RecordEntries(str(indexed.index_root), live.file_idx, live.present.copy())
+    entry_type = f"array<struct<{_KEY}: string, {_POS}: bigint>>"
+    read = _arrow_udf(reader, entry_type, *[F.col(c) for c in task_schema.names])
+    entries = tasks.select(F.inline(read))
+    found = distinct.join(entries, _KEY)
+    if per_partition:
+        parts = _partition_frame(spark, live)
+        found = found.join(F.broadcast(parts), _POS).where(F.col(_PART) == F.col(_FILE_PART))
+    with _spark_errors("record index lookup"):
+        found = found.select(*columns, _POS).distinct().localCheckpoint(eager=True)
+    stats["seconds"]["record"] = time.perf_counter() - start
+    return found
+
+
+def _record_batch_rows(indexed: IndexedTable, rel: str) -> list[int]:
+    """The row count of each record batch of a record index file (read from its footer)."""
+    path = indexed.index_root / rel
+    try:
+        reader = pa.ipc.open_file(pa.memory_map(str(path), "r"))
+        if not reader.schema.remove_metadata().equals(RECORD_INDEX_SCHEMA):
+            raise IndexCorruptError(str(path), f"unexpected schema {reader.schema.remove_metadata()}")
+        return [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
+    except FileNotFoundError:
+        raise IndexCorruptError(str(path), "the timeline lists it but it does not exist") from None
+    except (pa.ArrowException, OSError) as exc:
+        raise IndexCorruptError(str(path), f"not an Arrow IPC file ({exc})") from None
+
+
+def _duplicates(found: DataFrame, keys: list[str]) -> dict[str, Any]:
+    """How many distinct inputs were found, how many in two files, and one of those (one job)."""
+    holders = found.groupBy(*keys).agg(F.collect_set(_POS).alias("positions"))
+    twice = F.size("positions") > 1
+    row = holders.agg(
+        F.count(F.lit(1)).alias("updates"),
+        F.sum(F.size("positions")).alias("matches"),
+        F.sum(F.when(twice, 1).otherwise(0)).alias("twice"),
+        F.min(F.when(twice, F.struct(F.col(_KEY), F.array_sort("positions").alias("positions")))).alias(
+            "example"
+        ),
+    ).collect()[0]
+    return row.asDict(recursive=False)
+
+
+def _files_frame(spark: SparkSession, live: _Live) -> DataFrame:
+    """``(file_pos, _file)`` of every live file (absolute paths as ``IndexedTable.tag`` gives)."""
+    prefix = live.root.rstrip(os.sep) + os.sep
+    return spark.createDataFrame(
+        pa.table(
+            {
+                _POS: pa.array(np.arange(len(live.paths), dtype=np.int64)),
+                FILE_COLUMN: pa.array([prefix + p for p in live.paths], pa.string()),
+            }
+        )
+    )
+
+
+def _partition_frame(spark: SparkSession, live: _Live) -> DataFrame:
+    return spark.createDataFrame(
+        pa.table({_POS: pa.array(np.arange(len(live.paths), dtype=np.int64)), _FILE_PART: live.partitions})
+    )
+
+
+@contextmanager
+def _spark_errors(what: str) -> Iterator[None]:
+    """A failed Spark job as the library error its Python task raised (RecordKeyError, ...)."""
+    try:
+        yield
+    except IndexStoreError:
+        raise
+    except Exception as exc:
+        raise _library_error(exc, what) from None
+
+
+_ERROR_LINE = re.compile(r"index_store\.errors\.(\w+): (.*)")
+_CORRUPT = re.compile(r"index file (.+?) is corrupt: (.*?)\. Rebuild the index")
+
+
+def _library_error(exc: BaseException, what: str) -> IndexStoreError:
+    text = str(exc)
+    found = _ERROR_LINE.findall(text)
+    if found:
+        name, message = found[-1]
+        message = message.strip()
+        if name == "RecordKeyError":
+            return RecordKeyError(message)
+        if name == "TableFormatError":
+            return TableFormatError(message)
+        if name == "IndexCorruptError":
+            m = _CORRUPT.search(message)
+            if m:
+                return IndexCorruptError(m.group(1), m.group(2))
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    errors = [line for line in lines if "Error: " in line or "Exception: " in line]
+    last = (errors or lines or [type(exc).__name__])[-1]
+    return SparkTagError(f"tagging on Spark failed ({what}): {last}")
+
+
+# --------------------------------------------------------------------------------- executors
+
+
+@dataclass(frozen=True)
+class _Ranges:
+    """What the range and bloom stages need of every live file (broadcast)."""
+
+    token: str  # identifies the broadcast: a worker rebuilds the filters once per token
+    where: str  # the record_keys partition folder (named when a filter is corrupt)
+    min_key: pa.StringArray
+    max_key: pa.StringArray
+    partitions: pa.StringArray
+    present: np.ndarray
+    blooms: list[bytes | None]
+    bloom_types: list[str | None]
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A worker's ready-to-probe form of ``_Ranges``."""
+
+    filters: HudiBloomFilterSet
+    bounds_above_bmp: bool  # some bound has a character above U+FFFF: try both orders
+    file_partitions: pa.StringArray  # distinct partitions of the files
+    file_part_code: np.ndarray  # per file, its partition's position among them
+
+
+_PREPARED: dict[str, _Prepared] = {}
+
+
+def _prepare(ranges: _Ranges) -> _Prepared:
+    ready = _PREPARED.get(ranges.token)
+    if ready is None:
+        try:
+            filters = HudiBloomFilterSet(
+                [
+                    None if raw is None else HudiBloomFilter.from_bytes(raw, kind)
+                    for raw, kind in zip(ranges.blooms, ranges.bloom_types, strict=True)
+                ]
+            )
+        except (HudiBloomFormatError, ValueError) as exc:
+            raise IndexCorruptError(ranges.where, f"bad key bloom filter ({exc})") from None
+        distinct = pc.unique(ranges.partitions)
+        codes = pc.index_in(ranges.partitions, value_set=distinct).to_numpy(zero_copy_only=False)
+        ready = _Prepared(
+            filters,
+            needs_both_orders(ranges.min_key, ranges.max_key),
+            distinct,
+            codes.astype(np.int64),
+        )
+        _PREPARED.clear()  # one tagging run at a time per worker is plenty
+        _PREPARED[ranges.token] = ready
+    return ready
+
+
+@dataclass(frozen=True)
+class _Probe:
+    """Arrow UDF: per distinct key (and its partition), the live files whose key range (in the
+    key's partition) and bloom filter admit it, as a list of file positions."""
+
+    broadcast: Any
+    after_range: Any  # accumulator
+
+    def __call__(self, keys: pa.Array, parts: pa.Array | None = None) -> pa.Array:
+        ranges: _Ranges = self.broadcast.value
+        ready = _prepare(ranges)
+        keys = keys.cast(pa.string())
+        if parts is not None:
+            parts = parts.cast(pa.string())
+        key_idx, file_pos = _range_pairs(ranges, ready, keys, parts)
+        self.after_range.add(int(key_idx.size))
+        if key_idx.size:
+            # An empty key is one Hudi's filters cannot hash: it stays a candidate (never dropped).
+            maybe = ready.filters.might_contain_pairs(keys, key_idx, file_pos)
+            key_idx, file_pos = key_idx[maybe], file_pos[maybe]
+        order = np.argsort(key_idx, kind="stable")
+        counts = np.bincount(key_idx, minlength=len(keys)) if key_idx.size else np.zeros(len(keys), np.int64)
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+        return pa.ListArray.from_arrays(pa.array(offsets), pa.array(file_pos[order], pa.int64()))
+
+
+def _range_pairs(
+    ranges: _Ranges, ready: _Prepared, keys: pa.StringArray, parts: pa.StringArray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(key, file) pairs whose file's key bounds admit the key, in its partition, on disk: the
+    range stage of ``index_store.tagging`` (both string orders when a character above U+FFFF is
+    about, the partition as the major part of every rank)."""
+    orders = [True, False] if ready.bounds_above_bmp or needs_both_orders(keys) else [True]
+    if parts is None:
+        part_key: np.ndarray = np.zeros((), dtype=np.int64)
+        part_file = np.zeros(len(ranges.partitions), dtype=np.int64)
+    else:
+        # A partition no file is in gets a code of its own, so its keys meet no file.
+        where = pc.index_in(parts, value_set=ready.file_partitions)
+        part_key = where.fill_null(len(ready.file_partitions)).to_numpy(zero_copy_only=False).astype(np.int64)
+        part_file = ready.file_part_code
+    found: list[tuple[np.ndarray, np.ndarray]] = []
+    for java_order in orders:
+        k, lo, hi = key_ranks(keys, ranges.min_key, ranges.max_key, java_order)
+        span = max(int(k.max(initial=0)), int(lo.max(initial=0)), int(hi.max(initial=0))) + 1
+        k = np.where(k >= 0, part_key * span + k, -1)
+        lo = np.where((lo >= 0) & ranges.present, part_file * span + lo, -1)
+        hi = np.where((hi >= 0) & ranges.present, part_file * span + hi, -1)
+        found.extend(stab(k, lo, hi))
+    if not found:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    key_idx = np.concatenate([f[0] for f in found]).astype(np.int64)
+    file_pos = np.concatenate([f[1] for f in found]).astype(np.int64)
+    if len(orders) > 1:
+        n = max(len(ranges.partitions), 1)
+        pairs = np.unique(key_idx * n + file_pos)
+        key_idx, file_pos = pairs // n, pairs % n
+    return key_idx, file_pos
+
+
+@dataclass(frozen=True)
+class _RecordEntries:
+    """Arrow UDF over ``(record index file, batch, offset, length)`` slices: per slice, its entries
+    of live files still on disk, as a list of ``(key, file_pos)``."""
+
+    index_root: str
+    file_idx: np.ndarray  # ascending: the live files
+    present: np.ndarray
+
+    def __call__(self, rels: pa.Array, batches: pa.Array, offsets: pa.Array, lengths: pa.Array) -> pa.Array:
+        keys: list[pa.Array] = []
+        positions: list[np.ndarray] = []
+        counts = []
+        for rel, i, offset, length in zip(
+            rels.to_pylist(), batches.to_pylist(), offsets.to_pylist(), lengths.to_pylist(), strict=True
+        ):
+            key, pos = self._entries(rel, i, offset, length)
+            keys.append(key)
+            positions.append(pos)
+            counts.append(len(pos))
+        bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+        values = pa.StructArray.from_arrays(
+            [
+                pa.concat_arrays(keys) if keys else pa.array([], pa.string()),
+                pa.array(np.concatenate(positions) if positions else [], pa.int64()),
+            ],
+            names=[_KEY, _POS],
+        )
+        return pa.ListArray.from_arrays(pa.array(bounds), values)
+
+    def _entries(self, rel: str, i: int, offset: int, length: int) -> tuple[pa.Array, np.ndarray]:
+        path = os.path.join(self.index_root, rel)
+        try:
+            reader = pa.ipc.open_file(pa.memory_map(path, "r"))
+            if not reader.schema.remove_metadata().equals(RECORD_INDEX_SCHEMA):
+                raise IndexCorruptError(path, f"unexpected schema {reader.schema.remove_metadata()}")
+            batch = reader.get_batch(i).slice(offset, length)
+            batch.validate(full=True)
+        except FileNotFoundError:
+            raise IndexCorruptError(path, "the timeline lists it but it does not exist") from None
+        except (pa.ArrowException, OSError) as exc:
+            raise IndexCorruptError(path, f"unreadable record batch {i} ({exc})") from None
+        stored = batch.column(2).to_numpy()
+        n = self.file_idx.size
+        pos = np.minimum(np.searchsorted(self.file_idx, stored), max(n - 1, 0))
+        keep = (self.file_idx[pos] == stored) & self.present[pos] if n else np.zeros(len(stored), bool)
+        return batch.column(1).filter(pa.array(keep)).cast(pa.string()), pos[keep].astype(np.int64)
+
+
+@dataclass(frozen=True)
+class _EncodeKeys:
+    """Arrow UDF: the record key of each row from the key fields (``RecordKeySpec.encode``)."""
+
+    spec: RecordKeySpec
+
+    def __call__(self, *columns: pa.Array) -> pa.Array:
+        table = pa.table(list(columns), names=list(self.spec.fields))
+        return self.spec.encode(table)
+
+
+@dataclass(frozen=True)
+class _CheckedKeys:
+    """Arrow UDF: already-encoded record keys, refused when null."""
+
+    name: str
+
+    def __call__(self, keys: pa.Array) -> pa.Array:
+        if keys.null_count:
+            raise RecordKeyError(
+                f"{keys.null_count} of {len(keys)} record keys of a batch of {self.name!r} are null: "
+                "a record key is never null"
+            )
+        return keys.cast(pa.string())
