@@ -488,10 +488,12 @@ class IndexedTable:
         if compute is not None and [f.path for f in built.files] != [f.path for f in files]:
             raise ValueError("compute returned stats of other files than it was given (or out of order)")
         file_keys = (
-            compute_file_keys(self.root, files, spec, key_fpp, record_index, progress)
+            (compute_keys or compute_file_keys)(self.root, files, spec, key_fpp, record_index, progress)
             if spec is not None
             else None
         )
+        if file_keys is not None and len(file_keys.min_key) != len(files):
+            raise ValueError("compute_keys returned keys of other files than it was given")
         if record_index_shards is not None and (
             record_index_shards < 1 or record_index_shards & (record_index_shards - 1)
         ):
