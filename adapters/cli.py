@@ -728,15 +728,8 @@ def _cmd_tag(args: argparse.Namespace) -> int:
 
 def _stale_reason(table: IndexedTable) -> str | None:
     """Why the index does not describe the files on disk (None: it does)."""
-    result = table.prune(AlwaysTrue())
-    indexed = table.stats(columns=[]).num_files
-    gone = indexed - (result.total - len(result.unknown_files))  # total: the files on disk
-    parts = [
-        f"{_files(len(result.unknown_files))} not in the index" if result.unknown_files else "",
-        f"{_files(len(result.changed_files))} changed since indexed" if result.changed_files else "",
-        f"{_files(gone)} deleted" if gone > 0 else "",
-    ]
-    return ", ".join(p for p in parts if p) or None
+    fresh = table.freshness()
+    return None if fresh.current and not fresh.deleted else fresh.reason()
 
 
 def _cmd_check(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from index_store.errors import (
     TableFormatError,
     UnsupportedTableError,
 )
-from index_store.table import IndexedTable, PruneResult, open_table
+from index_store.table import Freshness, IndexedTable, PruneResult, open_table
 from index_store.tables.base import DataFile, TableReader
 from index_store.timeline import Commit, IndexTimeline, Snapshot
 
@@ -23,6 +23,7 @@ __all__ = [
     "CommitConflictError",
     "DataFile",
     "DuplicateKeyError",
+    "Freshness",
     "IndexConfig",
     "IndexCorruptError",
     "IndexNotBuiltError",

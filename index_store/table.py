@@ -57,7 +57,7 @@ from index_store.tables.base import DataFile, TableReader
 from index_store.tagging.tagger import RecordMatches, TagContext, tag_keys
 from index_store.timeline import Commit, IndexTimeline, Snapshot
 
-__all__ = ["IndexedTable", "PruneResult", "open_table"]
+__all__ = ["Freshness", "IndexedTable", "PruneResult", "open_table"]
 
 MAX_RETRIES = 50
 
@@ -125,6 +125,36 @@ class PruneResult:
         if self.unknown_files or self.changed_files or explanation is None or explanation.total != self.total:
             lines.append(f"kept {self.kept} of {self.total} files")  # the index's count is not all
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """How the index's newest version compares with the table on disk now."""
+
+    version: int  # of the index
+    paths: pa.StringArray  # the index's live files (table-relative), in file_idx order
+    present: np.ndarray  # per indexed file: still on disk
+    changed: np.ndarray  # per indexed file: its size or modification time is not what was indexed
+    unknown: list[str]  # files on disk the index does not hold (table-relative)
+
+    @property
+    def deleted(self) -> int:
+        """Indexed files no longer on disk (harmless: never read, never named)."""
+        return int((~self.present).sum())
+
+    @property
+    def current(self) -> bool:
+        """True when every file on disk is indexed as it is now (deleted files aside)."""
+        return not self.unknown and not self.changed.any()
+
+    def reason(self) -> str:
+        """What differs, for people: '2 files not in the index, 1 file changed since indexed'."""
+        parts = [
+            f"{_files(len(self.unknown))} not in the index" if self.unknown else "",
+            f"{_files(int(self.changed.sum()))} changed since indexed" if self.changed.any() else "",
+            f"{_files(self.deleted)} deleted" if self.deleted else "",
+        ]
+        return ", ".join(p for p in parts if p) or "up to date"
 
 
 def _files(n: int) -> str:
@@ -318,21 +348,10 @@ class IndexedTable:
         key_array = _key_array(keys, spec)
         part_array = _partition_array(partitions, len(key_array))
 
-        listing = self.reader.list_files()
-        on_disk = pa.array([f.path for f in listing], pa.string())
-        present, changed = _compare_with_disk(loaded, listing, on_disk)
-        unknown = int(pc.sum(pc.invert(pc.is_in(on_disk, value_set=loaded.paths))).as_py() or 0)
-        if unknown or changed.any():
-            reason = ", ".join(
-                part
-                for part in (
-                    f"{_files(unknown)} not in the index" if unknown else "",
-                    f"{_files(int(changed.sum()))} changed since indexed" if changed.any() else "",
-                )
-                if part
-            )
+        fresh = self._freshness(loaded)
+        if not fresh.current:
             if not sync:
-                raise IndexStaleError(self.root, reason)
+                raise IndexStaleError(self.root, fresh.reason())
             self.sync()
             return self.tag(keys, partitions, using)
 
@@ -371,13 +390,28 @@ class IndexedTable:
             paths=loaded.paths,
             partitions=loaded.partitions(self.index_root),
             file_idx=loaded.file_idx,
-            present=present,
+            present=fresh.present,
             spec=spec,
             key_filters=key_filters,
             record_lookup=record_lookup if config.record_index else None,
             leading_bounds=leading_bounds,
         )
         return tag_keys(context, key_array, part_array, method)
+
+    def freshness(self) -> Freshness:
+        """The newest index version against the table as listed now: files added, rewritten in
+        place (size or modification time moved) or deleted since they were indexed."""
+        loaded = self._load()
+        if not loaded.snap.version:
+            raise IndexNotBuiltError(self.root)
+        return self._freshness(loaded)
+
+    def _freshness(self, loaded: _Loaded) -> Freshness:
+        listing = self.reader.list_files()
+        on_disk = pa.array([f.path for f in listing], pa.string())
+        present, changed = _compare_with_disk(loaded, listing, on_disk)
+        unknown = on_disk.filter(pc.invert(pc.is_in(on_disk, value_set=loaded.paths))).to_pylist()
+        return Freshness(loaded.snap.version, loaded.paths, present, changed, unknown)
 
     def duplicate_keys(self) -> pa.Table:
         """Record keys held by more than one live data file (a key, partition and file per row),

@@ -216,8 +216,6 @@ class _Live:
     file_idx: np.ndarray
     paths: list[str]  # table-relative
     partitions: pa.StringArray
-    sizes: pa.Array
-    mtimes: pa.Array
     present: np.ndarray  # still on disk (set by _check_current)
     live_record_index: tuple[str, ...]
     live_record_keys: tuple[str, ...]
@@ -227,17 +225,13 @@ def _live_index(indexed: IndexedTable) -> _Live:
     snap = indexed.snapshot()
     if not snap.version:
         raise IndexNotBuiltError(indexed.root)
-    files = read_files(
-        indexed.index_root, snap.live["files"], ["file_idx", "path", "partition", "size", "mtime"]
-    )
+    files = read_files(indexed.index_root, snap.live["files"], ["file_idx", "path", "partition"])
     return _Live(
         indexed.root,
         snap.config,
         files["file_idx"].to_numpy(),
         files["path"].to_pylist(),
         files["partition"].combine_chunks().cast(pa.string()),
-        files["size"].combine_chunks(),
-        files["mtime"].combine_chunks(),
         np.zeros(files.num_rows, dtype=bool),
         tuple(snap.live.get("record_index", ())),
         tuple(snap.live.get("record_keys", ())),
@@ -247,24 +241,13 @@ def _live_index(indexed: IndexedTable) -> _Live:
 def _check_current(indexed: IndexedTable, live: _Live) -> None:
     """``IndexStaleError`` when files are on disk the index does not know or has another size or
     modification time for (the rule of ``IndexedTable.tag``); marks which indexed files are on disk."""
-    listing = indexed.reader.list_files()
-    on_disk = pa.array([f.path for f in listing], pa.string())
-    paths = pa.array(live.paths, pa.string())
-    where = pc.index_in(paths, value_set=on_disk)
-    present = pc.is_valid(where).to_numpy(zero_copy_only=False)
-    changed = np.zeros(len(paths), dtype=bool)
-    if len(listing):
-        rows = pa.array(where.fill_null(0).to_numpy(zero_copy_only=False))
-        disk_size = pa.array([f.size for f in listing], pa.int64()).take(rows)
-        disk_mtime = pa.array([f.mtime_ns for f in listing], pa.int64()).take(rows)
-        same = pc.and_(pc.equal(disk_size, live.sizes), pc.equal(disk_mtime, live.mtimes))
-        changed = present & ~pc.fill_null(same, False).to_numpy(zero_copy_only=False)
-    unknown = int(pc.sum(pc.invert(pc.is_in(on_disk, value_set=paths))).as_py() or 0)
-    if unknown or changed.any():
-        parts = [f"{_files(unknown)} not in the index" if unknown else ""]
-        parts.append(f"{_files(int(changed.sum()))} changed since indexed" if changed.any() else "")
-        raise IndexStaleError(indexed.root, ", ".join(p for p in parts if p))
-    live.present[:] = present
+    fresh = indexed.freshness()
+    if not fresh.current:
+        raise IndexStaleError(indexed.root, fresh.reason())
+    on_disk = fresh.paths.filter(pa.array(fresh.present))
+    live.present[:] = pc.is_in(pa.array(live.paths, pa.string()), value_set=on_disk).to_numpy(
+        zero_copy_only=False
+    )
 
 
 def _files(n: int) -> str:
