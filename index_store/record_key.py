@@ -29,11 +29,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from index_store.errors import RecordKeyError
+
+if TYPE_CHECKING:
+    from index_store.config import IndexConfig
 
 __all__ = ["COMPLEX", "RECORD_KEY_META_FIELD", "SIMPLE", "UNKNOWN", "RecordKeySpec"]
 
@@ -126,6 +130,13 @@ class RecordKeySpec:
             )
         generator, detail = _hudi_generator(properties, fields)
         return cls(fields, column, generator, detail)
+
+    @classmethod
+    def from_config(cls, config: IndexConfig) -> RecordKeySpec | None:
+        """The record key an index was built with (None: built without key information)."""
+        if not config.key_fields and config.key_column is None:
+            return None
+        return cls(config.key_fields, config.key_column, config.key_generator or SIMPLE)
 
     @property
     def read_columns(self) -> tuple[str, ...]:

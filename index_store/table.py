@@ -331,7 +331,7 @@ class IndexedTable:
         if not loaded.snap.version:
             raise IndexNotBuiltError(self.root)
         config = loaded.snap.config
-        spec = _spec_of(config)
+        spec = RecordKeySpec.from_config(config)
         if spec is None:
             raise RecordKeyError(
                 f"the index of {self.root} holds no record keys: build it with the key columns, "
@@ -420,7 +420,7 @@ class IndexedTable:
         loaded = self._load()
         if not loaded.snap.version:
             raise IndexNotBuiltError(self.root)
-        spec = _spec_of(loaded.snap.config)
+        spec = RecordKeySpec.from_config(loaded.snap.config)
         if spec is None:
             raise RecordKeyError(
                 f"the index of {self.root} holds no record keys: build it with record_key=[...]"
@@ -599,7 +599,7 @@ class IndexedTable:
             fpp=snap.config.fpp,
             progress=progress,
         )
-        spec = _spec_of(snap.config)
+        spec = RecordKeySpec.from_config(snap.config)
         file_keys = (
             compute_file_keys(
                 self.root, add_files, spec, snap.config.key_fpp, snap.config.record_index, progress
@@ -857,13 +857,6 @@ def _partition_array(partitions: Any, n: int) -> pa.StringArray | None:
     if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
         raise RecordKeyError(f"partitions must be partition path strings, got {array.type}")
     return array.cast(pa.string())
-
-
-def _spec_of(config: IndexConfig) -> RecordKeySpec | None:
-    """The record key an index was built with (None: built without key information)."""
-    if not config.key_fields and config.key_column is None:
-        return None
-    return RecordKeySpec(config.key_fields, config.key_column, config.key_generator or "simple")
 
 
 def _compare_with_disk(

@@ -134,7 +134,7 @@ def tag_with_stats(
     indexed = table if isinstance(table, IndexedTable) else open_table(table)
     live = _live_index(indexed)
     config = live.config
-    spec = _spec_of(config)
+    spec = RecordKeySpec.from_config(config)
     if spec is None:
         raise RecordKeyError(
             f"the index of {indexed.root} holds no record keys: build it with the key columns, "
@@ -252,12 +252,6 @@ def _check_current(indexed: IndexedTable, live: _Live) -> None:
 
 def _files(n: int) -> str:
     return "1 file" if n == 1 else f"{n} files"
-
-
-def _spec_of(config: Any) -> RecordKeySpec | None:
-    if not config.key_fields and config.key_column is None:
-        return None
-    return RecordKeySpec(config.key_fields, config.key_column, config.key_generator or "simple")
 
 
 def _key_column(df: DataFrame, spec: RecordKeySpec, key_cols: Sequence[str] | str | None) -> Column:
