@@ -54,7 +54,7 @@ from index_store.partitions.record_index import lookup_record_keys
 from index_store.partitions.record_keys import KeyFilters
 from index_store.record_key import RecordKeySpec
 from index_store.tables.base import DataFile, TableReader
-from index_store.tagging.tagger import RecordMatches, TagContext, tag_keys
+from index_store.tagging.tagger import RecordMatches, TagContext, tag_keys, tag_method
 from index_store.timeline import Commit, IndexTimeline, Snapshot
 
 __all__ = ["Freshness", "IndexedTable", "PruneResult", "open_table"]
@@ -331,20 +331,7 @@ class IndexedTable:
         if not loaded.snap.version:
             raise IndexNotBuiltError(self.root)
         config = loaded.snap.config
-        spec = RecordKeySpec.from_config(config)
-        if spec is None:
-            raise RecordKeyError(
-                f"the index of {self.root} holds no record keys: build it with the key columns, "
-                "build(record_key=[...]) (CLI: hudi-index build --record-key a,b)"
-            )
-        if using not in ("auto", "bloom", "record"):
-            raise ValueError(f"using must be 'auto', 'bloom' or 'record', not {using!r}")
-        if using == "record" and not config.record_index:
-            raise RecordKeyError(
-                f"the index of {self.root} has no record index: build it with record_index=True "
-                "(CLI: hudi-index build --record-index), or tag with using='bloom'"
-            )
-        method = "record" if using == "record" or (using == "auto" and config.record_index) else "bloom"
+        spec, method = tag_method(config, self.root, using)
         key_array = _key_array(keys, spec)
         part_array = _partition_array(partitions, len(key_array))
 

@@ -61,11 +61,11 @@ from index_store.errors import (
     TableFormatError,
 )
 from index_store.hudi_bloom import HudiBloomFilter, HudiBloomFilterSet, HudiBloomFormatError
-from index_store.partitions import RECORD_INDEX_SCHEMA, RECORD_KEYS_SCHEMA, read_files
-from index_store.partitions.base import positions_of, read_index_file, scatter
-from index_store.partitions.record_keys import RecordKeysPartition
+from index_store.partitions import RECORD_INDEX_SCHEMA, read_files
+from index_store.partitions.record_keys import RecordKeysPartition, read_record_key_rows
 from index_store.record_key import UNKNOWN, RecordKeySpec
 from index_store.tagging.ranges import key_ranks, needs_both_orders, stab
+from index_store.tagging.tagger import tag_method
 
 __all__ = ["FILE_COLUMN", "SparkTagError", "SparkTagStats", "benchmark_tag", "tag", "tag_with_stats"]
 
@@ -134,20 +134,7 @@ def tag_with_stats(
     indexed = table if isinstance(table, IndexedTable) else open_table(table)
     live = _live_index(indexed)
     config = live.config
-    spec = RecordKeySpec.from_config(config)
-    if spec is None:
-        raise RecordKeyError(
-            f"the index of {indexed.root} holds no record keys: build it with the key columns, "
-            "build(record_key=[...]) (CLI: hudi-index build --record-key a,b)"
-        )
-    if using not in ("auto", "bloom", "record"):
-        raise ValueError(f"using must be 'auto', 'bloom' or 'record', not {using!r}")
-    if using == "record" and not config.record_index:
-        raise RecordKeyError(
-            f"the index of {indexed.root} has no record index: build it with record_index=True "
-            "(CLI: hudi-index build --record-index), or tag with using='bloom'"
-        )
-    method = "record" if using == "record" or (using == "auto" and config.record_index) else "bloom"
+    spec, method = tag_method(config, indexed.root, using)
     if FILE_COLUMN in df.columns:
         raise ValueError(f"df already has a {FILE_COLUMN!r} column")
     keyed = df.withColumn(_KEY, _key_column(df, spec, key_cols))
@@ -377,10 +364,8 @@ def _local_path(uri: str) -> str:
 def _key_rows(indexed: IndexedTable, live: _Live) -> dict[str, pa.Array]:
     """Each live file's key bounds and serialized Hudi filter, as the ``record_keys`` partition
     holds them (nulls for a file it has nothing for: never a candidate, as locally)."""
-    tables = [read_index_file(indexed.index_root, rel, RECORD_KEYS_SCHEMA) for rel in live.live_record_keys]
-    rows = pa.concat_tables(tables) if tables else RECORD_KEYS_SCHEMA.empty_table()
-    positions = positions_of(live.file_idx, rows["file_idx"].to_numpy())
-    return {name: scatter(rows[name], positions) for name in ("min_key", "max_key", "bloom", "bloom_type")}
+    rows = read_record_key_rows(indexed.index_root, live.live_record_keys, live.file_idx)
+    return {name: rows[name].combine_chunks() for name in ("min_key", "max_key", "bloom", "bloom_type")}
 
 
 def _by_record_index(

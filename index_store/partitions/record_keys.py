@@ -28,7 +28,13 @@ from index_store.partitions.base import (
     write_index_file,
 )
 
-__all__ = ["RECORD_KEYS_SCHEMA", "KeyFilters", "RecordKeysPartition", "read_record_keys"]
+__all__ = [
+    "RECORD_KEYS_SCHEMA",
+    "KeyFilters",
+    "RecordKeysPartition",
+    "read_record_key_rows",
+    "read_record_keys",
+]
 
 RECORD_KEYS_SCHEMA = pa.schema(
     [
@@ -75,7 +81,7 @@ class RecordKeysPartition:
         live = index.live.get(self.name, ())
         if not live:
             return None
-        rows = _read_rows(root, live, index.file_idx)
+        rows = read_record_key_rows(root, live, index.file_idx)
         keys = FileKeys(
             rows["min_key"],
             rows["max_key"],
@@ -122,8 +128,9 @@ def _write(
     return write_index_file(root, RecordKeysPartition.name, [table], RECORD_KEYS_SCHEMA)
 
 
-def _read_rows(root: Path, live: Sequence[str], file_idx: np.ndarray) -> pa.Table:
-    """One row per file of ``file_idx`` (the newest written), ``recorded`` False for files without."""
+def read_record_key_rows(root: Path, live: Sequence[str], file_idx: np.ndarray) -> pa.Table:
+    """One row per file of ``file_idx`` (the newest written): ``min_key``, ``max_key``, ``bloom``
+    (serialized), ``bloom_type`` and ``recorded`` (False, with nulls, for files it has nothing on)."""
     tables = [read_index_file(root, rel, RECORD_KEYS_SCHEMA) for rel in live]
     rows = pa.concat_tables(tables) if tables else RECORD_KEYS_SCHEMA.empty_table()
     positions = positions_of(file_idx, rows["file_idx"].to_numpy())
@@ -134,7 +141,7 @@ def _read_rows(root: Path, live: Sequence[str], file_idx: np.ndarray) -> pa.Tabl
 
 def read_record_keys(root: Path, live: Sequence[str], file_idx: np.ndarray) -> KeyFilters:
     """Key bounds and filters of the files ``file_idx`` (in that order)."""
-    rows = _read_rows(root, live, file_idx)
+    rows = read_record_key_rows(root, live, file_idx)
     blooms = rows["bloom"].combine_chunks()
     types = rows["bloom_type"].combine_chunks()
     filters: list[HudiBloomFilter | None] = []

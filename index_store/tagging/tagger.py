@@ -23,14 +23,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from index_store.errors import DuplicateKeyError
+from index_store.config import IndexConfig
+from index_store.errors import DuplicateKeyError, RecordKeyError
 from index_store.partitions.record_keys import KeyFilters
 from index_store.record_key import RecordKeySpec
 from index_store.tagging.ranges import key_ranks, needs_both_orders, stab
 from index_store.tagging.stats import TAG_STATS_KEY, TagStats
 from index_store.tagging.verify import verify_pairs
 
-__all__ = ["TagContext", "tag_keys"]
+__all__ = ["TagContext", "tag_keys", "tag_method"]
 
 RESULT_SCHEMA = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file", pa.string())])
 
@@ -59,6 +60,26 @@ class TagContext:
     # Per file: min and max of the first key field and whether they are known, when that field
     # is an integer column (None otherwise): ``RecordKeySpec.leading_integers`` keys use it.
     leading_bounds: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray] | None] | None = None
+
+
+def tag_method(config: IndexConfig, table: str, using: str) -> tuple[RecordKeySpec, str]:
+    """The record key and the method (``bloom`` or ``record``) a tag of ``table`` with ``using``
+    runs, or the error saying why it cannot: no key in the index, an unknown ``using``, or the
+    record index asked for and not built. ``auto`` is the record index when there is one."""
+    spec = RecordKeySpec.from_config(config)
+    if spec is None:
+        raise RecordKeyError(
+            f"the index of {table} holds no record keys: build it with the key columns, "
+            "build(record_key=[...]) (CLI: hudi-index build --record-key a,b)"
+        )
+    if using not in ("auto", "bloom", "record"):
+        raise ValueError(f"using must be 'auto', 'bloom' or 'record', not {using!r}")
+    if using == "record" and not config.record_index:
+        raise RecordKeyError(
+            f"the index of {table} has no record index: build it with record_index=True "
+            "(CLI: hudi-index build --record-index), or tag with using='bloom'"
+        )
+    return spec, "record" if using == "record" or (using == "auto" and config.record_index) else "bloom"
 
 
 def tag_keys(
