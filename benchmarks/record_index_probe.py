@@ -43,7 +43,7 @@ def main() -> None:
         assert len(found.key_pos) == m // 2, len(found.key_pos)
         print(
             f"lookup {m:>9,} keys: best {min(times) * 1e3:8.2f} ms, median {np.median(times) * 1e3:8.2f} ms,"
-            f" first {times[0] * 1e3:8.2f} ms; {found.bytes_read / 1e6:.0f} MB of batches touched"
+            f" first {times[0] * 1e3:8.2f} ms; {found.bytes_read / 1e6:.0f} MB of index pages touched"
         )
 
 

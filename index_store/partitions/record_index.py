@@ -11,9 +11,11 @@ the key count: ``KEYS_PER_SHARD``); each shard is one or more record batches (of
 ``MAX_BATCH_ROWS`` rows, never splitting a run of equal hashes), so each batch covers a disjoint
 hash range inside its shard. The schema metadata (``METADATA_KEY``) records the shard count,
 each shard's batch range and each batch's row count and first and last hash: a lookup hashes
-its keys, sorts the hashes, and opens only the batches they fall in; within a batch,
-``searchsorted`` on the hash column finds the candidate rows, and the key strings confirm them
-(two keys sharing a hash never match each other).
+its keys, sorts the hashes, and opens only the batches they fall in; within a batch, the page
+fences in the metadata (the first hash of each 4 KiB page of the hash column) send each key to
+one page, binary-searched alone, and the key strings confirm the candidate rows (two keys
+sharing a hash never match each other). ``RecordLookup.bytes_read`` counts the distinct pages a
+lookup touched (and the metadata), not the size of the mapped batches.
 
 A key may be in several rows (written by several commits, or in two data files of one): a lookup
 returns them all, and the caller keeps the live ``file_idx``. Compaction keeps the rows of live
@@ -22,6 +24,9 @@ files only.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import dataclasses
 import itertools
 import json
 import os
@@ -70,6 +75,8 @@ MAX_SHARDS = 1 << 12
 MAX_BATCH_ROWS = 1 << 20  # rows per record batch (keeps a batch's string offsets far from 2 GiB)
 
 _U64 = 1 << 64
+PAGE_ROWS = 512  # uint64 hashes per 4 KiB page
+PAGE = 4096
 
 
 def default_shards(n_keys: int) -> int:
@@ -249,9 +256,16 @@ def _metadata(hashes: np.ndarray, bounds: np.ndarray, shards: int) -> dict[str, 
     lasts = hashes[stops - 1] if len(starts) else np.zeros(0, np.uint64)
     batch_shard = _shard_of(firsts, shards)
     shard_batches = np.searchsorted(batch_shard, np.arange(shards + 1), "left")
+    # The first hash of every page of each batch's hash column (PAGE_ROWS hashes = 4 KiB), so a
+    # lookup binary-searches one page per key instead of the whole column.
+    fences = [hashes[a:b:PAGE_ROWS] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)]
     return {
         "format": RECORD_INDEX_FORMAT,
         "rows": len(hashes),
+        "page_rows": PAGE_ROWS,
+        "fences": base64.b64encode(np.concatenate(fences).astype("<u8").tobytes() if fences else b"").decode(
+            "ascii"
+        ),
         "shards": shards,
         "shard_batches": [[a, b] for a, b in itertools.pairwise(shard_batches.tolist())],
         "batch_rows": (stops - starts).tolist(),
@@ -272,11 +286,35 @@ class _IndexFile:
     rows: np.ndarray  # int64 per batch
     first: np.ndarray  # uint64 per batch: its first (smallest) hash
     last: np.ndarray  # uint64 per batch: its last (largest) hash
+    fences: list[np.ndarray] | None  # per batch: the first hash of each page (None: not recorded)
+    metadata_bytes: int
+    size: int  # of the file
+
+
+# Opened files by (path, size, modification time): index files are written once and never
+# changed, so a lookup reuses the mapping and the parsed metadata of the previous one.
+_OPENED: dict[tuple[str, int, int], _IndexFile] = {}
+_MAX_OPENED = 64
 
 
 def _open(root: Path, rel: str) -> _IndexFile:
     """A record index file's reader and validated metadata, or ``IndexCorruptError``."""
     path = root / rel
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        raise IndexCorruptError(str(path), "the timeline lists it but it does not exist") from None
+    except OSError as exc:
+        raise IndexCorruptError(str(path), f"unreadable ({exc})") from None
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _OPENED:
+        if len(_OPENED) >= _MAX_OPENED:
+            _OPENED.pop(next(iter(_OPENED)))
+        _OPENED[key] = _open_uncached(path)
+    return _OPENED[key]
+
+
+def _open_uncached(path: Path) -> _IndexFile:
     try:
         source = pa.memory_map(str(path), "r")
     except FileNotFoundError:
@@ -295,9 +333,10 @@ def _open(root: Path, rel: str) -> _IndexFile:
         raise IndexCorruptError(str(path), "no record index metadata")
     try:
         meta = json.loads(raw)
-        return _check_metadata(path, reader, meta)
+        opened = _check_metadata(path, reader, meta)
     except (ValueError, TypeError, KeyError, OverflowError) as exc:
         raise IndexCorruptError(str(path), f"bad record index metadata ({exc})") from None
+    return dataclasses.replace(opened, metadata_bytes=len(raw), size=source.size())
 
 
 def _check_metadata(path: Path, reader: pa.ipc.RecordBatchFileReader, meta: dict[str, Any]) -> _IndexFile:
@@ -330,7 +369,28 @@ def _check_metadata(path: Path, reader: pa.ipc.RecordBatchFileReader, meta: dict
     batch_shard = np.repeat(np.arange(shards), ranges[:, 1] - ranges[:, 0])
     if np.any(_shard_of(first, shards) != batch_shard) or np.any(_shard_of(last, shards) != batch_shard):
         raise bad("a batch holds hashes of another shard")
-    return _IndexFile(path, reader, shards, rows, first, last)
+    return _IndexFile(path, reader, shards, rows, first, last, _fences(meta, rows, first, bad), 0, 0)
+
+
+def _fences(meta: dict[str, Any], rows: np.ndarray, first: np.ndarray, bad: Any) -> list[np.ndarray] | None:
+    """Each batch's page fences from the metadata (files written before them have none)."""
+    if "fences" not in meta:
+        return None
+    if meta.get("page_rows") != PAGE_ROWS:
+        raise bad(f"page_rows {meta.get('page_rows')!r}, expected {PAGE_ROWS}")
+    try:
+        raw = base64.b64decode(meta["fences"], validate=True)
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise bad(f"fences are not base64 ({exc})") from None
+    counts = (rows + PAGE_ROWS - 1) // PAGE_ROWS
+    if len(raw) != 8 * int(counts.sum()):
+        raise bad(f"{len(raw)} bytes of fences for {int(counts.sum())} pages")
+    every = np.frombuffer(raw, dtype="<u8").astype(np.uint64)
+    out = np.split(every, np.cumsum(counts)[:-1]) if len(counts) else []
+    for i, fences in enumerate(out):
+        if fences[0] != first[i] or np.any(fences[1:] < fences[:-1]):
+            raise bad(f"fences of record batch {i} are not its sorted page starts")
+    return out
 
 
 def _batch(f: _IndexFile, i: int) -> pa.RecordBatch:
@@ -398,16 +458,20 @@ def lookup_record_keys(root: Path, live: Sequence[str], keys: pa.Array | pa.Chun
     for rel in live if len(q_hash) else ():
         f = _open(root, rel)
         opened += 1
+        touched: list[np.ndarray] = []  # addresses of the mapped pages each batch touched
         # Batches hold disjoint, ascending hash ranges: the sorted query hashes of each are a slice.
         starts = np.searchsorted(q_hash, f.first, "left")
         stops = np.searchsorted(q_hash, f.last, "right")
         for i in np.flatnonzero(stops > starts).tolist():
             batch = _batch(f, i)
-            nbytes += batch.get_total_buffer_size()
-            got = _probe(f, i, batch, q_hash[starts[i] : stops[i]], q_pos[starts[i] : stops[i]], keys)
+            got, pages = _probe(f, i, batch, q_hash[starts[i] : stops[i]], q_pos[starts[i] : stops[i]], keys)
+            touched.append(pages)
             if got is not None:
                 found_pos.append(got[0])
                 found_idx.append(got[1])
+        page_count = int(np.unique(np.concatenate(touched)).size) if touched else 0
+        # Read: its footer metadata and the pages probed (whole pages, at most the file).
+        nbytes += min(f.size, f.metadata_bytes + PAGE * page_count)
     if not found_pos:
         empty = np.zeros(0, dtype=np.int64)
         return RecordLookup(empty, empty.copy(), opened, nbytes)
@@ -419,13 +483,18 @@ def lookup_record_keys(root: Path, live: Sequence[str], keys: pa.Array | pa.Chun
 
 def _probe(
     f: _IndexFile, i: int, batch: pa.RecordBatch, q_hash: np.ndarray, q_pos: np.ndarray, keys: pa.Array
-) -> tuple[np.ndarray, np.ndarray] | None:
+) -> tuple[tuple[np.ndarray, np.ndarray] | None, np.ndarray]:
     """The (key position, file_idx) of the rows of ``batch`` whose key is one of ``keys[q_pos]``
-    (``q_hash``: their hashes, ascending)."""
+    (``q_hash``: their hashes, ascending), and the addresses of the 4 KiB pages it touched."""
     hashes = batch.column(0).to_numpy()
     n = len(hashes)
-    lo = np.searchsorted(hashes, q_hash, "left")
-    hi = np.searchsorted(hashes, q_hash, "right")
+    # Fewer keys than pages: search each key's page only. More: the whole column is touched
+    # anyway, and one searchsorted is faster than the page-wise bisection.
+    if f.fences is not None and len(q_hash) < len(f.fences[i]):
+        lo, hi = _search_pages(hashes, f.fences[i], q_hash)
+    else:  # a file written without page fences: search the whole column
+        lo = np.searchsorted(hashes, q_hash, "left")
+        hi = np.searchsorted(hashes, q_hash, "right")
     # Where it was probed, the column must be sorted: what precedes lo is smaller, what follows
     # hi larger, and [lo, hi) the query's hash.
     before = hashes[np.maximum(lo - 1, 0)]
@@ -436,6 +505,67 @@ def _probe(
     ok &= (hi == lo) | ((at == q_hash) & (last_in == q_hash))
     if not ok.all():
         raise IndexCorruptError(str(f.path), f"record batch {i} is not sorted by hash")
+    hash_col, key_col, idx_col = batch.column(0), batch.column(1), batch.column(2)
+    pages = [_pages(hash_col, 1, np.concatenate([lo, hi, [0, n - 1]]), 8)]  # both ends checked too
+    found = _confirm(f, i, batch, lo, hi, q_pos, keys)
+    if found is None:
+        return None, pages[0]
+    key_pos, rows, file_idx = found
+    offsets = np.frombuffer(key_col.buffers()[1], dtype=np.int32)[key_col.offset :]
+    pages += [
+        _pages(key_col, 1, np.concatenate([rows, rows + 1]), 4),
+        _pages(key_col, 2, offsets[rows], 1, base=0),
+        _pages(idx_col, 1, rows, 8),
+    ]
+    return (key_pos, file_idx), np.concatenate(pages)
+
+
+def _search_pages(
+    hashes: np.ndarray, fences: np.ndarray, q_hash: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``searchsorted(hashes, q_hash)`` left and right, each key searching only the page its hash
+    falls in (``fences``: each page's first hash): about one page of the column per key."""
+    n = len(hashes)
+
+    def bisect(side: str) -> np.ndarray:
+        page = np.maximum(np.searchsorted(fences, q_hash, side) - 1, 0)  # type: ignore[call-overload]
+        lo = page * PAGE_ROWS
+        hi = np.minimum(lo + PAGE_ROWS, n)
+        while True:
+            active = lo < hi
+            if not active.any():
+                return lo
+            mid = (lo + hi) // 2
+            value = hashes[np.minimum(mid, n - 1)]
+            right = (value <= q_hash) if side == "right" else (value < q_hash)
+            lo = np.where(active & right, mid + 1, lo)
+            hi = np.where(active & ~right, mid, hi)
+
+    return bisect("left"), bisect("right")
+
+
+def _pages(
+    array: pa.Array, buffer: int, positions: np.ndarray, width: int, base: int | None = None
+) -> np.ndarray:
+    """Addresses of the pages of the mapped file holding the ``width``-byte items at ``positions``
+    of ``array``'s buffer ``buffer`` (offset by the array's own offset unless ``base`` is given)."""
+    buf = array.buffers()[buffer]
+    if buf is None or not len(positions):
+        return np.zeros(0, dtype=np.int64)
+    start = buf.address + (array.offset if base is None else base) * width
+    return np.unique((start + positions.astype(np.int64) * width) // PAGE)
+
+
+def _confirm(
+    f: _IndexFile,
+    i: int,
+    batch: pa.RecordBatch,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    q_pos: np.ndarray,
+    keys: pa.Array,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Rows whose hash matched, confirmed by their key strings: (key position, row, file_idx)."""
     count = hi - lo
     hit = np.flatnonzero(count)
     if not len(hit):
@@ -459,7 +589,7 @@ def _probe(
     if not match.any():
         return None
     file_idx = batch.column(2).to_numpy()
-    return key_pos[match].astype(np.int64, copy=False), file_idx[rows[match]]
+    return key_pos[match].astype(np.int64, copy=False), rows[match], file_idx[rows[match]]
 
 
 def _check_offsets(f: _IndexFile, i: int, keys: pa.StringArray, rows: np.ndarray) -> None:
