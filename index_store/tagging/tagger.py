@@ -2,9 +2,11 @@
 
 Two methods, both vectorized per stage:
 
-- ``bloom``: key ranges (``ranges.stab``), then each surviving (key, file) pair probed against the
-  file's Hudi bloom filter (each key hashed once), then the pairs left confirmed by reading the
-  files' key columns (``verify``). Exact: a key is reported only in a file that holds it.
+- ``bloom``: key ranges (``ranges.stab``: the key strings' bounds, and the min/max of an integer
+  first key field, which numeric keys need since their text ranges overlap), then each surviving
+  (key, file) pair probed against the file's Hudi bloom filter (each key hashed once), then the
+  pairs left confirmed by reading the files' key columns (``verify``). Exact: a key is reported
+  only in a file that holds it.
 - ``record``: the record index maps each key to its file directly. Exact as long as the index is
   current, which the caller checks (a stale index is refused before tagging starts).
 
