@@ -51,6 +51,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from index_store import IndexedTable, open_table
+from index_store.arrays import unique_sorted
 from index_store.errors import (
     DuplicateKeyError,
     IndexCorruptError,
@@ -607,7 +608,7 @@ def _range_pairs(
     file_pos = np.concatenate([f[1] for f in found]).astype(np.int64)
     if len(orders) > 1:
         n = max(len(ranges.partitions), 1)
-        pairs = np.unique(key_idx * n + file_pos)
+        pairs = unique_sorted(key_idx * n + file_pos)
         key_idx, file_pos = pairs // n, pairs % n
     return key_idx, file_pos
 

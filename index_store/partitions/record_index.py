@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_expr import hash_keys
+from index_store.arrays import unique_sorted
 from index_store.errors import IndexCorruptError, RecordKeyError
 from index_store.partitions.base import INDEX_FILE_SUFFIX, Batch, LiveIndex
 
@@ -469,7 +470,7 @@ def lookup_record_keys(root: Path, live: Sequence[str], keys: pa.Array | pa.Chun
             if got is not None:
                 found_pos.append(got[0])
                 found_idx.append(got[1])
-        page_count = int(np.unique(np.concatenate(touched)).size) if touched else 0
+        page_count = int(unique_sorted(np.concatenate(touched)).size) if touched else 0
         # Read: its footer metadata and the pages probed (whole pages, at most the file).
         nbytes += min(f.size, f.metadata_bytes + PAGE * page_count)
     if not found_pos:
@@ -553,7 +554,7 @@ def _pages(
     if buf is None or not len(positions):
         return np.zeros(0, dtype=np.int64)
     start = buf.address + (array.offset if base is None else base) * width
-    return np.unique((start + positions.astype(np.int64) * width) // PAGE)
+    return unique_sorted((start + positions.astype(np.int64) * width) // PAGE)
 
 
 def _confirm(

@@ -9,8 +9,9 @@ by Hudi's own code. Tagging reads this partition only; it never opens a data fil
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -60,6 +61,8 @@ class KeyFilters:
     filters: HudiBloomFilterSet
     recorded: np.ndarray  # per file: does the index hold key information for it at all?
     bloom_types: pa.StringArray
+    # What readers derive from these once and reuse for every batch of keys (sorted bounds).
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.min_key)

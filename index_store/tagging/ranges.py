@@ -1,10 +1,11 @@
 """RFC-37's range stage: which files' [min key, max key] hold each key, by interval stabbing.
 
-Every bound and key is turned into an integer once (its dense rank among all of them, in Java
-``String`` order), prefixed by its partition's number when tagging per partition, so the stabbing
-is integer ``searchsorted`` over the files sorted by lower bound: a key's candidates are the files
-whose lower bound is at most the key (a prefix of that order) and whose upper bound is at least it
-(found from the running maximum of upper bounds, then checked pair by pair).
+Every bound and key is turned into an integer that compares as the strings do in Java
+(``SortedBounds``: the bounds sorted once, each key placed among them by binary search over
+fixed-width byte strings), prefixed by its partition's number when tagging per partition, so the
+stabbing is integer ``searchsorted`` over the files sorted by lower bound: a key's candidates are
+the files whose lower bound is at most the key (a prefix of that order) and whose upper bound is
+at least it (found from the running maximum of upper bounds, then checked pair by pair).
 """
 
 from __future__ import annotations
@@ -15,39 +16,58 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from index_store.arrays import unique_sorted
 from index_store.hudi_bloom import java_sort_keys
 from index_store.hudi_bloom.hashing import _buffers
 
-__all__ = ["key_ranks", "stab"]
+__all__ = ["SortedBounds", "key_ranks", "needs_both_orders", "stab"]
 
 
-def key_ranks(keys: pa.Array, lows: pa.Array, highs: pa.Array, java_order: bool) -> tuple[np.ndarray, ...]:
-    """Integer ranks (int64) of ``keys``, ``lows`` and ``highs`` that order every key against every
-    bound exactly as the strings compare, in Java ``String`` order (``java_order``) or UTF-8 byte
-    order; nulls rank -1. Keys are not ordered among themselves (stabbing never compares two).
+class SortedBounds:
+    """The files' key bounds sorted once, in Java ``String`` order (``java_order``) or UTF-8 byte
+    order, so that batch after batch of keys is placed among them by binary search.
 
-    Only the bounds are sorted (two per file); each key is placed among them by binary search:
-    bound ``i`` of the sorted distinct bounds ranks ``2i + 1``, a key equal to it ``2i + 1`` too,
-    and a key between bounds ``i - 1`` and ``i`` ranks ``2i``."""
-    bounds = pa.concat_arrays([_sortable(lows, java_order), _sortable(highs, java_order)])
-    key_bytes = _sortable(keys, java_order)
-    fixed = _fixed_width(key_bytes, bounds)
-    if fixed is None:  # keys with NUL bytes or very long ones: rank everything together instead
-        return _ranks_by_sorting(key_bytes, bounds, len(lows))
-    key_fixed, bound_fixed, bound_valid = fixed
-    distinct = np.unique(bound_fixed[bound_valid])
-    low_pos = np.searchsorted(distinct, key_fixed, side="left")
-    equal = (
-        distinct[np.minimum(low_pos, max(distinct.size - 1, 0))] == key_fixed
-        if distinct.size
-        else low_pos < 0
-    )
-    key_rank = np.where(equal, 2 * low_pos + 1, 2 * low_pos).astype(np.int64)
-    key_rank[~key_bytes.is_valid().to_numpy(zero_copy_only=False)] = -1
-    bound_rank = np.full(len(bounds), -1, dtype=np.int64)
-    bound_rank[bound_valid] = 2 * np.searchsorted(distinct, bound_fixed[bound_valid]) + 1
-    f = len(lows)
-    return key_rank, bound_rank[:f], bound_rank[f:]
+    Bound ``i`` of the sorted distinct bounds ranks ``2i + 1``; a key equal to it ranks ``2i + 1``
+    too, and a key between bounds ``i - 1`` and ``i`` ranks ``2i``: integers that order every key
+    against every bound exactly as the strings compare (keys are not ordered among themselves:
+    stabbing never compares two). Nulls rank -1."""
+
+    def __init__(self, lows: pa.Array, highs: pa.Array, java_order: bool) -> None:
+        self.java_order = java_order
+        self.files = len(lows)
+        self.bounds = pa.concat_arrays([_sortable(lows, java_order), _sortable(highs, java_order)])
+        fixed = _fixed(self.bounds)
+        self.distinct: np.ndarray | None = None  # None: bounds with NUL bytes, or very long
+        if fixed is not None:
+            valid = self.bounds.is_valid().to_numpy(zero_copy_only=False)
+            self.distinct = unique_sorted(fixed[valid])
+            rank = np.full(len(self.bounds), -1, dtype=np.int64)
+            rank[valid] = 2 * np.searchsorted(self.distinct, fixed[valid]) + 1
+            self.low_rank, self.high_rank = rank[: self.files], rank[self.files :]
+
+    def ranks(self, keys: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(key ranks, low bound ranks, high bound ranks)``, int64."""
+        key_bytes = _sortable(keys, self.java_order)
+        key_fixed = _fixed(key_bytes) if self.distinct is not None else None
+        if key_fixed is None or self.distinct is None:
+            return _ranks_by_sorting(key_bytes, self.bounds, self.files)
+        width = max(key_fixed.dtype.itemsize, self.distinct.dtype.itemsize)
+        distinct, key_fixed = self.distinct.astype(f"S{width}"), key_fixed.astype(f"S{width}")
+        low_pos = np.searchsorted(distinct, key_fixed, side="left")
+        if distinct.size:
+            equal = distinct[np.minimum(low_pos, distinct.size - 1)] == key_fixed
+        else:
+            equal = np.zeros(low_pos.size, dtype=bool)
+        key_rank = np.where(equal, 2 * low_pos + 1, 2 * low_pos).astype(np.int64)
+        key_rank[~key_bytes.is_valid().to_numpy(zero_copy_only=False)] = -1
+        return key_rank, self.low_rank, self.high_rank
+
+
+def key_ranks(
+    keys: pa.Array, lows: pa.Array, highs: pa.Array, java_order: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``SortedBounds(lows, highs, java_order).ranks(keys)``: for one batch of keys."""
+    return SortedBounds(lows, highs, java_order).ranks(keys)
 
 
 # Fixed-width byte strings longer than this make the padded copy too big: sort instead.
@@ -60,30 +80,30 @@ def _sortable(strings: pa.Array, java_order: bool) -> pa.Array:
     return java_sort_keys(values) if java_order else values
 
 
-def _fixed_width(keys: pa.Array, bounds: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Keys and bounds as numpy ``S<w>`` arrays (zero-padded: numpy compares them as bytes), or
-    None when a NUL byte (which zero padding would make equal to the end) or width rule it out."""
-    parts = [_buffers(a) for a in (keys, bounds)]
-    width = max([1] + [int(lengths.max()) for _, _, lengths in parts if lengths.size])
+def _fixed(values: pa.Array) -> np.ndarray | None:
+    """``values`` (binary) as a numpy ``S<w>`` array (zero-padded: numpy compares them as bytes),
+    or None when a NUL byte (which zero padding would make equal to the end) or the width rule it
+    out. Nulls come out empty."""
+    data, starts, lengths = _buffers(values)
+    width = max(1, int(lengths.max()) if lengths.size else 1)
     if width > _MAX_FIXED_WIDTH:
         return None
-    out = []
-    for data, starts, lengths in parts:
-        used = data[starts[0] : starts[-1] + lengths[-1]] if lengths.size else data[:0]
-        if used.size and not used.all():
-            return None
-        if lengths.size and bool((lengths == width).all()) and bool((np.diff(starts) == width).all()):
-            matrix = used.reshape(-1, width)  # all of one width, back to back: no copy
-        else:
-            # Each value's window of ``width`` bytes, with the bytes past its end zeroed.
-            padded = np.concatenate([data, np.zeros(width, dtype=np.uint8)])
-            windows = np.lib.stride_tricks.sliding_window_view(padded, width)[starts]
-            matrix = np.where(np.arange(width) < lengths[:, None], windows, 0).astype(np.uint8)
-        out.append(np.ascontiguousarray(matrix).view(f"S{width}").ravel())
-    return out[0], out[1], bounds.is_valid().to_numpy(zero_copy_only=False)
+    used = data[starts[0] : starts[-1] + lengths[-1]] if lengths.size else data[:0]
+    if used.size and not used.all():
+        return None
+    if lengths.size and bool((lengths == width).all()) and bool((np.diff(starts) == width).all()):
+        matrix = used.reshape(-1, width)  # all of one width, back to back: no copy
+    else:
+        # Each value's window of ``width`` bytes, with the bytes past its end zeroed.
+        padded = np.concatenate([data, np.zeros(width, dtype=np.uint8)])
+        windows = np.lib.stride_tricks.sliding_window_view(padded, width)[starts]
+        matrix = np.where(np.arange(width) < lengths[:, None], windows, 0).astype(np.uint8)
+    return np.ascontiguousarray(matrix).view(f"S{width}").ravel()
 
 
-def _ranks_by_sorting(keys: pa.Array, bounds: pa.Array, files: int) -> tuple[np.ndarray, ...]:
+def _ranks_by_sorting(
+    keys: pa.Array, bounds: pa.Array, files: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     values = pa.concat_arrays([keys, bounds])
     ranks = pc.rank(values, tiebreaker="dense").to_numpy().astype(np.int64)
     ranks[~values.is_valid().to_numpy(zero_copy_only=False)] = -1
@@ -102,7 +122,7 @@ def needs_both_orders(*arrays: pa.Array) -> bool:
 
 
 def stab(
-    key_rank: np.ndarray, low_rank: np.ndarray, high_rank: np.ndarray, max_pairs: int = 1 << 23
+    key_rank: np.ndarray, low_rank: np.ndarray, high_rank: np.ndarray, max_pairs: int = 1 << 21
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """``(key index, file index)`` pairs with ``low <= key <= high``, in chunks of at most about
     ``max_pairs`` pairs (a key whose candidates alone exceed it is one chunk). Files with a null

@@ -18,18 +18,19 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from index_store.arrays import unique_sorted
 from index_store.config import IndexConfig
 from index_store.errors import DuplicateKeyError, RecordKeyError
 from index_store.partitions.record_keys import KeyFilters
 from index_store.record_key import RecordKeySpec
-from index_store.tagging.ranges import key_ranks, needs_both_orders, stab
+from index_store.tagging.ranges import SortedBounds, needs_both_orders, stab
 from index_store.tagging.stats import TAG_STATS_KEY, TagStats
 from index_store.tagging.verify import verify_pairs
 
@@ -141,7 +142,7 @@ def _one_location(
     """Per key, the position of the one live file holding it (-1: none); a key in two files
     raises ``DuplicateKeyError``."""
     found = np.full(len(keys), -1, dtype=np.int64)
-    pairs = np.unique(key_idx * max(len(context.paths), 1) + file_pos)
+    pairs = unique_sorted(key_idx * max(len(context.paths), 1) + file_pos)
     key_idx, file_pos = pairs // max(len(context.paths), 1), pairs % max(len(context.paths), 1)
     twice = np.flatnonzero(np.bincount(key_idx, minlength=len(keys)) > 1)
     if twice.size:
@@ -195,17 +196,30 @@ def _by_blooms(
     filters = context.key_filters()
     seconds["load"] = time.perf_counter() - start
 
+    # Ranges and blooms chunk by chunk: the pairs the ranges admit can be far more than fit in
+    # memory (random keys meet every file); only the bloom survivors are kept.
+    ranged, kept_keys, kept_files = 0, [], []
+    seconds["range"] = seconds["bloom"] = 0.0
     start = time.perf_counter()
-    key_idx, file_pos = _range_pairs(context, filters, keys, parts)
-    seconds["range"] = time.perf_counter() - start
-    counters["after_range"] = int(key_idx.size)
-
-    start = time.perf_counter()
-    if key_idx.size:
-        # An empty key is one Hudi's filters cannot hash: it stays a candidate (never dropped).
-        maybe = filters.filters.might_contain_pairs(keys, key_idx, file_pos)
-        key_idx, file_pos = key_idx[maybe], file_pos[maybe]
-    seconds["bloom"] = time.perf_counter() - start
+    orders = _orders(filters, keys)
+    for key_idx, file_pos in _range_pairs(context, filters, keys, parts, orders):
+        lap = time.perf_counter()
+        seconds["range"] += lap - start
+        ranged += key_idx.size
+        if key_idx.size:
+            # An empty key is one Hudi's filters cannot hash: it stays a candidate (never dropped).
+            maybe = filters.filters.might_contain_pairs(keys, key_idx, file_pos)
+            kept_keys.append(key_idx[maybe])
+            kept_files.append(file_pos[maybe])
+        start = time.perf_counter()
+        seconds["bloom"] += start - lap
+    key_idx = np.concatenate(kept_keys) if kept_keys else np.zeros(0, np.int64)
+    file_pos = np.concatenate(kept_files) if kept_files else np.zeros(0, np.int64)
+    if key_idx.size and len(orders) > 1:  # a pair both orders admitted, once
+        n = max(len(context.paths), 1)
+        pairs = unique_sorted(key_idx * n + file_pos)
+        key_idx, file_pos = pairs // n, pairs % n
+    counters["after_range"] = ranged
     counters["after_bloom"] = int(key_idx.size)
 
     start = time.perf_counter()
@@ -222,21 +236,35 @@ def _by_blooms(
     return _one_location(context, keys, key_idx[verified.confirmed], file_pos[verified.confirmed])
 
 
+def _orders(filters: KeyFilters, keys: pa.StringArray) -> list[bool]:
+    """The string orders to search (``True``: Java's): both when a character above U+FFFF occurs,
+    where Java and UTF-8 byte order differ."""
+    if "above_bmp" not in filters.cache:
+        filters.cache["above_bmp"] = needs_both_orders(filters.min_key, filters.max_key)
+    return [True, False] if filters.cache["above_bmp"] or needs_both_orders(keys) else [True]
+
+
 def _range_pairs(
-    context: TagContext, filters: KeyFilters, keys: pa.StringArray, parts: pa.StringArray | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """(key, file) pairs whose file's key bounds admit the key, in its partition, on disk.
+    context: TagContext,
+    filters: KeyFilters,
+    keys: pa.StringArray,
+    parts: pa.StringArray | None,
+    orders: list[bool],
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(key, file) pairs whose file's key bounds admit the key, in its partition, on disk, in
+    chunks (a pair may come once per order searched).
 
     Bounds come in the order of whoever wrote them (Java ``String`` order or UTF-8 byte order);
     the two differ only above U+FFFF, so then a pair is kept when either order admits it. Keys
     that start with an integer key field are also held to that field's min/max (numbers, where
     the key strings' bounds compare text: ``"10" < "9"``): they are stabbed by number first."""
-    orders = [True, False] if needs_both_orders(keys, filters.min_key, filters.max_key) else [True]
     part_key, part_file = _partition_codes(context, parts)
     usable = context.present & filters.min_key.is_valid().to_numpy(zero_copy_only=False)
     ranked = []
     for java_order in orders:
-        k, lo, hi = key_ranks(keys, filters.min_key, filters.max_key, java_order)
+        if java_order not in filters.cache:  # the bounds sorted once per index version
+            filters.cache[java_order] = SortedBounds(filters.min_key, filters.max_key, java_order)
+        k, lo, hi = filters.cache[java_order].ranks(keys)
         span = max(int(k.max(initial=0)), int(lo.max(initial=0)), int(hi.max(initial=0))) + 1
         # The partition is the major part of each rank, so a key only meets its partition's files.
         ranked.append(
@@ -247,7 +275,6 @@ def _range_pairs(
             )
         )
     by_number = np.zeros(len(keys), dtype=bool)
-    found: list[tuple[np.ndarray, np.ndarray]] = []
     bounds = context.leading_bounds() if context.leading_bounds is not None and len(keys) else None
     if bounds is not None:
         values, decoded = context.spec.leading_integers(keys)
@@ -264,21 +291,12 @@ def _range_pairs(
             keep = np.zeros(key_idx.size, dtype=bool)
             for kr, lr, hr in ranked:  # and inside the key strings' bounds
                 keep |= (lr[file_pos] >= 0) & (lr[file_pos] <= kr[key_idx]) & (kr[key_idx] <= hr[file_pos])
-            found.append((key_idx[keep], file_pos[keep]))
+            yield key_idx[keep].astype(np.int64), file_pos[keep].astype(np.int64)
     others = np.flatnonzero(~by_number)
     if others.size:
         for kr, lr, hr in ranked:
             for key_idx, file_pos in stab(kr[others], lr, hr):
-                found.append((others[key_idx], file_pos))
-    if not found:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    key_idx = np.concatenate([f[0] for f in found])
-    file_pos = np.concatenate([f[1] for f in found])
-    if len(orders) > 1 and others.size:
-        n = max(len(context.paths), 1)
-        pairs = np.unique(key_idx * n + file_pos)
-        key_idx, file_pos = pairs // n, pairs % n
-    return key_idx.astype(np.int64), file_pos.astype(np.int64)
+                yield others[key_idx].astype(np.int64), file_pos.astype(np.int64)
 
 
 def _number_ranks(
@@ -286,7 +304,7 @@ def _number_ranks(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ranks (int64, order-preserving) of key values and of the files' integer bounds; a file whose
     bounds are unknown admits every value; files not ``usable`` rank -1 (never candidates)."""
-    every = np.unique(np.concatenate([values, low[known], high[known]]))
+    every = unique_sorted(np.concatenate([values, low[known], high[known]]))
     k = np.searchsorted(every, values) + 1
     lo = np.where(known, np.searchsorted(every, low) + 1, 0)
     hi = np.where(known, np.searchsorted(every, high) + 1, every.size + 1)

@@ -47,7 +47,9 @@ def verify_pairs(
     if not key_idx.size:
         return Verified(confirmed, 0, 0, 0, 0)
     order = np.argsort(file_pos, kind="stable")
-    files, starts = np.unique(file_pos[order], return_index=True)
+    ordered = file_pos[order]
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    files = ordered[starts]
     bounds = np.append(starts, order.size)
 
     def one(i: int) -> tuple[np.ndarray, int, int]:
