@@ -59,8 +59,8 @@ def verify_pairs(
         found, groups, size = _lookup_file(path, wanted, spec)
         return pairs[found], groups, size
 
-    with ThreadPoolExecutor(max_workers=workers or min(8, (os.cpu_count() or 2) * 2)) as pool:
-        results = list(pool.map(one, range(files.size)))
+    # One file is read here: handing it to a thread costs more than reading it.
+    results = [one(0)] if files.size == 1 else list(_pool(workers).map(one, range(files.size)))
     for pairs, _, _ in results:
         confirmed[pairs] = True
     return Verified(
@@ -70,6 +70,17 @@ def verify_pairs(
         sum(groups for _, groups, _ in results),
         sum(size for _, _, size in results),
     )
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool(workers: int | None) -> ThreadPoolExecutor:
+    """A thread pool kept for the process: a tag of a few keys must not pay for starting threads."""
+    size = workers or min(8, (os.cpu_count() or 2) * 2)
+    if size not in _POOLS:
+        _POOLS[size] = ThreadPoolExecutor(max_workers=size, thread_name_prefix="hudi-index-verify")
+    return _POOLS[size]
 
 
 def _lookup_file(path: str, wanted: pa.StringArray, spec: RecordKeySpec) -> tuple[np.ndarray, int, int]:
