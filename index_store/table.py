@@ -241,7 +241,19 @@ class IndexedTable:
         for c in bloom_columns:
             if c in loaded.blooms:
                 stats = stats.with_bloom(c, loaded.blooms[c])
+        key_column = loaded.snap.config.key_column
+        if with_blooms and key_column in names and key_column in stats.columns:
+            # The files' record key filters (Hudi's footer filters) answer = and IN on the key.
+            stats = stats.with_membership(key_column, self._key_filters(loaded).filters)
         return stats
+
+    def _key_filters(self, loaded: _Loaded) -> KeyFilters:
+        """The key bounds and filters of the loaded version's files (read on first use)."""
+        if loaded.key_filters is None:
+            loaded.key_filters = read_record_keys(
+                self.index_root, loaded.snap.live.get("record_keys", ()), loaded.file_idx
+            )
+        return loaded.key_filters
 
     def prune(
         self,
@@ -342,13 +354,6 @@ class IndexedTable:
             self.sync()
             return self.tag(keys, partitions, using)
 
-        def key_filters() -> KeyFilters:
-            if loaded.key_filters is None:
-                loaded.key_filters = read_record_keys(
-                    self.index_root, loaded.snap.live.get("record_keys", ()), loaded.file_idx
-                )
-            return loaded.key_filters
-
         def record_lookup(wanted: pa.Array) -> RecordMatches:
             found = lookup_record_keys(self.index_root, loaded.snap.live.get("record_index", ()), wanted)
             return RecordMatches(found.key_pos, found.file_idx, found.bytes_read)
@@ -379,7 +384,7 @@ class IndexedTable:
             file_idx=loaded.file_idx,
             present=fresh.present,
             spec=spec,
-            key_filters=key_filters,
+            key_filters=lambda: self._key_filters(loaded),
             record_lookup=record_lookup if config.record_index else None,
             leading_bounds=leading_bounds,
         )
@@ -496,8 +501,10 @@ class IndexedTable:
             self._move_aside()
         files = self.reader.list_files()
         if bloom_columns is None:
+            # A key column the files store (Hudi's _hoodie_record_key) is served by the key
+            # filters (Hudi's own footer filters): no need to read it for another bloom filter.
             key = self.reader.record_key_field()
-            bloom_columns = [key] if key else []
+            bloom_columns = [key] if key and (spec is None or spec.column != key) else []
         built = (compute or compute_stats)(
             self.root,
             files,

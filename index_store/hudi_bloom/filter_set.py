@@ -51,6 +51,17 @@ class HudiBloomFilterSet:
     def __len__(self) -> int:
         return int(self._has_filter.size)
 
+    def take(self, indices: np.ndarray) -> HudiBloomFilterSet:
+        """The filters of the given files (integer indices or a boolean mask), sharing the bits
+        (``Membership``)."""
+        indices = np.asarray(indices)
+        out = HudiBloomFilterSet.__new__(HudiBloomFilterSet)
+        out._units = self._units
+        out._has_filter = self._has_filter[indices]
+        out._unit_start = self._unit_start[indices]
+        out._unit_counts = self._unit_counts[indices]
+        return out
+
     @property
     def has_filter(self) -> np.ndarray:
         """Per file: whether it has a filter."""

@@ -75,7 +75,7 @@ def test_record_key_bloom_filters_find_each_key(name: str, copy_table: Callable[
     table = open_table(root)
     table.build(progress=False)
     key = table.reader.record_key_field()
-    assert key is not None and key in table.snapshot().config.bloom_columns
+    assert key is not None
     con = duckdb.connect()
     for f in table.reader.list_files():
         path = os.path.join(root, f.path)
@@ -83,7 +83,8 @@ def test_record_key_bloom_filters_find_each_key(name: str, copy_table: Callable[
         for k in keys[:5]:
             assert path in table.prune(col(key) == k).files, (k, f.path)
     stats = table.stats([key])
-    assert stats.column(key).bloom is not None
+    # _hoodie_record_key: Hudi's footer filters; a key column without meta fields: a bloom filter
+    assert stats.column(key).membership or stats.column(key).bloom is not None
 
 
 @pytest.mark.parametrize("name", ["v6_empty", "v8_empty"])

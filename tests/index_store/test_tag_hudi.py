@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from hudi_data import COW_TABLES, MOR_TABLES
 
+from hudi_expr import col
 from index_store import DuplicateKeyError, UnsupportedTableError, open_table
 from index_store.partitions import read_record_keys
 from index_store.record_key import RecordKeySpec
@@ -146,3 +147,28 @@ def test_a_corrupt_footer_filter_is_not_trusted(copy_table: Callable[[str], Path
     keys = table["_hoodie_record_key"].to_pylist()
     result = t.tag(keys)
     assert [os.path.normpath(f) for f in result["file"].to_pylist()] == [os.path.normpath(victim)] * len(keys)
+
+
+@pytest.mark.parametrize("name", [t for t in NON_EMPTY if "no_metafields" not in t])
+def test_pruning_on_the_record_key_uses_hudis_footer_filters(
+    name: str, copy_table: Callable[[str], Path]
+) -> None:
+    """``_hoodie_record_key = k`` prunes with the footer filters (read at build, no key column
+    read): a key inside a file's key range but not in it is dropped by the filter."""
+    t = open_table(copy_table(name))
+    t.build(progress=False)
+    assert "_hoodie_record_key" not in t.snapshot().config.bloom_columns  # no second bloom filter
+    assert t.stats(["_hoodie_record_key"]).column("_hoodie_record_key").membership
+    con = duckdb.connect()
+    for f in t.reader.list_files():
+        path = os.path.normpath(os.path.join(t.root, f.path))
+        keys = sorted(
+            r[0] for r in con.execute(f"SELECT _hoodie_record_key FROM read_parquet('{path}')").fetchall()
+        )
+        for k in keys[:3]:
+            assert path in [os.path.normpath(p) for p in t.prune(col("_hoodie_record_key") == k).files]
+        if len(keys) >= 2 and keys[0] + "\x01" < keys[1]:  # inside the range, in no file
+            absent = keys[0] + "\x01"
+            assert path not in [
+                os.path.normpath(p) for p in t.prune(col("_hoodie_record_key") == absent).files
+            ]
