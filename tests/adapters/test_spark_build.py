@@ -207,14 +207,17 @@ def test_table_written_by_spark(spark: SparkSession, tmp_path: Path) -> None:
 def test_real_hudi_table(
     spark: SparkSession, hudi_tables: dict[str, Path], tmp_path: Path, name: str
 ) -> None:
-    """The record key's bloom filters by default, partitions from the Hudi layout."""
+    """The record key's filters by default (Hudi's own footer filters for ``_hoodie_record_key``,
+    a bloom filter for a key column without meta fields), partitions from the Hudi layout."""
     local, on_spark = _build_both(spark, hudi_tables[name], tmp_path, files_per_task=1)
     if "empty" in name:
         assert local.stats().num_files == 0
         return
     stats = local.stats()
     key = local.reader.record_key_field()
-    assert key in local.snapshot().config.bloom_columns
+    config = local.snapshot().config
+    assert key in config.bloom_columns or key == config.key_column
+    assert on_spark.snapshot().config == config
     keys = pq.read_table(os.path.join(local.root, stats.files[0].as_py()), columns=[key])[key].to_pylist()
     _assert_same_pruning(local, on_spark, [col(key) == keys[0], col(key) == "no such key"])
 
