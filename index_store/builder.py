@@ -24,7 +24,7 @@ from tqdm import tqdm
 from hudi_expr import BloomFilter, ColumnStats, FileStats
 from hudi_expr.footer import stats_from_footers, unify_schemas
 from hudi_expr.stats import leaf_columns
-from index_store.errors import TableFormatError
+from index_store.errors import RecordKeyError, TableFormatError
 from index_store.hudi_bloom import (
     SIMPLE,
     HudiBloomFilter,
@@ -323,10 +323,13 @@ def _file_keys(
         empty = pf.metadata.num_rows == 0
         if footer_filter is not None and (bounds is not None or empty) and not with_keys:
             return (*(bounds or (None, None)), footer_filter, None)
-    present = set(pf.schema_arrow.names)
+    present = pf.schema_arrow.names
     missing = [c for c in spec.read_columns if c not in present]
     if missing:
-        raise TableFormatError(f"data file {path} has no record key column {missing[0]!r}")
+        raise RecordKeyError(
+            f"record key column {missing[0]!r} is not a column of data file {path} (its columns: "
+            f"{present}); name the key columns with record_key=[...]"
+        )
     try:
         table = pf.read(columns=list(spec.read_columns))
     except (pa.ArrowException, OSError) as exc:

@@ -238,6 +238,11 @@ def test_bad_input(tmp_path: Path) -> None:
         open_table(tmp_path).build(record_key=[], progress=False)
     with pytest.raises(RecordKeyError, match="needs a record key"):
         open_table(tmp_path).build(record_index=True, progress=False)
+    with pytest.raises(RecordKeyError, match="'nope' is not a column of data file"):
+        open_table(tmp_path).build(record_key=["id", "nope"], progress=False)
+    _write(tmp_path / "floats" / "f.parquet", pa.table({"x": [1.5, 2.5, 3.5]}))
+    with pytest.raises(RecordKeyError, match="type double"):  # Java prints doubles its own way
+        open_table(tmp_path / "floats").build(record_key=["x"], progress=False)
 
 
 def test_corrupt_key_index_file(tmp_path: Path) -> None:
