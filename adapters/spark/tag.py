@@ -65,7 +65,7 @@ from index_store.hudi_bloom import HudiBloomFilter, HudiBloomFilterSet, HudiBloo
 from index_store.partitions import RECORD_INDEX_SCHEMA, read_files
 from index_store.partitions.record_keys import RecordKeysPartition, read_record_key_rows
 from index_store.record_key import UNKNOWN, RecordKeySpec
-from index_store.tagging.ranges import key_ranks, needs_both_orders, stab
+from index_store.tagging.ranges import SortedBounds, needs_both_orders, range_pairs
 from index_store.tagging.tagger import tag_method
 
 __all__ = ["FILE_COLUMN", "SparkTagError", "SparkTagStats", "benchmark_tag", "tag", "tag_with_stats"]
@@ -523,6 +523,15 @@ class _Prepared:
     bounds_above_bmp: bool  # some bound has a character above U+FFFF: try both orders
     file_partitions: pa.StringArray  # distinct partitions of the files
     file_part_code: np.ndarray  # per file, its partition's position among them
+    sorted: dict[bool, SortedBounds]  # the bounds sorted in each string order searched so far
+    min_key: pa.StringArray
+    max_key: pa.StringArray
+
+    def sorted_bounds(self, java_order: bool) -> SortedBounds:
+        """The files' bounds sorted in that order, once per worker and broadcast."""
+        if java_order not in self.sorted:
+            self.sorted[java_order] = SortedBounds(self.min_key, self.max_key, java_order)
+        return self.sorted[java_order]
 
 
 _PREPARED: dict[str, _Prepared] = {}
@@ -547,6 +556,9 @@ def _prepare(ranges: _Ranges) -> _Prepared:
             needs_both_orders(ranges.min_key, ranges.max_key),
             distinct,
             codes.astype(np.int64),
+            {},
+            ranges.min_key,
+            ranges.max_key,
         )
         _PREPARED.clear()  # one tagging run at a time per worker is plenty
         _PREPARED[ranges.token] = ready
@@ -583,8 +595,8 @@ def _range_pairs(
     ranges: _Ranges, ready: _Prepared, keys: pa.StringArray, parts: pa.StringArray | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(key, file) pairs whose file's key bounds admit the key, in its partition, on disk: the
-    range stage of ``index_store.tagging`` (both string orders when a character above U+FFFF is
-    about, the partition as the major part of every rank)."""
+    range stage of ``index_store.tagging`` (``ranges.range_pairs``, the bounds sorted once per
+    worker), without its integer-field stage (the field's min/max are not broadcast)."""
     orders = [True, False] if ready.bounds_above_bmp or needs_both_orders(keys) else [True]
     if parts is None:
         part_key: np.ndarray = np.zeros((), dtype=np.int64)
@@ -594,14 +606,8 @@ def _range_pairs(
         where = pc.index_in(parts, value_set=ready.file_partitions)
         part_key = where.fill_null(len(ready.file_partitions)).to_numpy(zero_copy_only=False).astype(np.int64)
         part_file = ready.file_part_code
-    found: list[tuple[np.ndarray, np.ndarray]] = []
-    for java_order in orders:
-        k, lo, hi = key_ranks(keys, ranges.min_key, ranges.max_key, java_order)
-        span = max(int(k.max(initial=0)), int(lo.max(initial=0)), int(hi.max(initial=0))) + 1
-        k = np.where(k >= 0, part_key * span + k, -1)
-        lo = np.where((lo >= 0) & ranges.present, part_file * span + lo, -1)
-        hi = np.where((hi >= 0) & ranges.present, part_file * span + hi, -1)
-        found.extend(stab(k, lo, hi))
+    usable = ranges.present & ranges.min_key.is_valid().to_numpy(zero_copy_only=False)
+    found = list(range_pairs(keys, ready.sorted_bounds, orders, usable, part_key, part_file))
     if not found:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     key_idx = np.concatenate([f[0] for f in found]).astype(np.int64)

@@ -10,7 +10,7 @@ at least it (found from the running maximum of upper bounds, then checked pair b
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +20,7 @@ from index_store.arrays import unique_sorted
 from index_store.hudi_bloom import java_sort_keys
 from index_store.hudi_bloom.hashing import _buffers
 
-__all__ = ["SortedBounds", "key_ranks", "needs_both_orders", "stab"]
+__all__ = ["Numbers", "SortedBounds", "key_ranks", "needs_both_orders", "range_pairs", "stab"]
 
 
 class SortedBounds:
@@ -146,3 +146,73 @@ def stab(
         inside = highs[pos] >= key_rank[key_idx]
         yield key_idx[inside], order[pos[inside]]
         start = stop
+
+
+# Per key: its value as a number and whether it has one; per file: min, max, whether they are known.
+Numbers = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def range_pairs(
+    keys: pa.Array,
+    sorted_bounds: Callable[[bool], SortedBounds],
+    orders: list[bool],
+    usable: np.ndarray,
+    part_key: np.ndarray,
+    part_file: np.ndarray,
+    numbers: Numbers | None = None,
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """RFC-37's range stage: (key, file) pairs whose file's key bounds admit the key, in chunks.
+
+    ``sorted_bounds(java_order)``: the files' bounds in that string order; ``orders``: the orders
+    to search (bounds come in the order of whoever wrote them, Java ``String`` or UTF-8 bytes; the
+    two differ only above U+FFFF, so then a pair is kept when either admits it, and may come once
+    per order). ``usable``: files that may be candidates at all (on disk, with keys).
+    ``part_key``/``part_file``: partition numbers (a key only meets files of its partition; all 0
+    to search globally). ``numbers``: keys that start with an integer key field are also held to
+    that field's min/max (as text their ranges overlap, ``"10" < "9"``): stabbed by number first,
+    then checked against the strings' bounds."""
+    ranked = []
+    for java_order in orders:
+        k, lo, hi = sorted_bounds(java_order).ranks(keys)
+        span = max(int(k.max(initial=0)), int(lo.max(initial=0)), int(hi.max(initial=0))) + 1
+        # The partition is the major part of each rank, so a key only meets its partition's files.
+        ranked.append(
+            (
+                np.where(k >= 0, part_key * span + k, -1),
+                np.where((lo >= 0) & usable, part_file * span + lo, -1),
+                np.where((hi >= 0) & usable, part_file * span + hi, -1),
+            )
+        )
+    by_number = np.zeros(len(keys), dtype=bool)
+    if numbers is not None:
+        values, decoded, low, high, known = numbers
+        by_number = decoded
+        chosen = np.flatnonzero(by_number)
+        k, lo, hi = _number_ranks(values[chosen], low, high, known, usable)
+        span = int(max(k.max(initial=0), hi.max(initial=0))) + 1
+        k = np.where(k >= 0, np.broadcast_to(part_key, len(keys))[chosen] * span + k, -1)
+        lo = np.where(lo >= 0, part_file * span + lo, -1)
+        hi = np.where(hi >= 0, part_file * span + hi, -1)
+        for key_idx, file_pos in stab(k, lo, hi):
+            key_idx = chosen[key_idx]
+            keep = np.zeros(key_idx.size, dtype=bool)
+            for kr, lr, hr in ranked:  # and inside the key strings' bounds
+                keep |= (lr[file_pos] >= 0) & (lr[file_pos] <= kr[key_idx]) & (kr[key_idx] <= hr[file_pos])
+            yield key_idx[keep].astype(np.int64), file_pos[keep].astype(np.int64)
+    others = np.flatnonzero(~by_number)
+    if others.size:
+        for kr, lr, hr in ranked:
+            for key_idx, file_pos in stab(kr[others], lr, hr):
+                yield others[key_idx].astype(np.int64), file_pos.astype(np.int64)
+
+
+def _number_ranks(
+    values: np.ndarray, low: np.ndarray, high: np.ndarray, known: np.ndarray, usable: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ranks (int64, order-preserving) of key values and of the files' integer bounds; a file whose
+    bounds are unknown admits every value; files not ``usable`` rank -1 (never candidates)."""
+    every = unique_sorted(np.concatenate([values, low[known], high[known]]))
+    k = np.searchsorted(every, values) + 1
+    lo = np.where(known, np.searchsorted(every, low) + 1, 0)
+    hi = np.where(known, np.searchsorted(every, high) + 1, every.size + 1)
+    return k.astype(np.int64), np.where(usable, lo, -1), np.where(usable, hi, -1)

@@ -30,7 +30,7 @@ from index_store.config import IndexConfig
 from index_store.errors import DuplicateKeyError, RecordKeyError
 from index_store.partitions.record_keys import KeyFilters
 from index_store.record_key import RecordKeySpec
-from index_store.tagging.ranges import SortedBounds, needs_both_orders, stab
+from index_store.tagging.ranges import Numbers, SortedBounds, needs_both_orders, range_pairs
 from index_store.tagging.stats import TAG_STATS_KEY, TagStats
 from index_store.tagging.verify import verify_pairs
 
@@ -252,63 +252,25 @@ def _range_pairs(
     orders: list[bool],
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(key, file) pairs whose file's key bounds admit the key, in its partition, on disk, in
-    chunks (a pair may come once per order searched).
-
-    Bounds come in the order of whoever wrote them (Java ``String`` order or UTF-8 byte order);
-    the two differ only above U+FFFF, so then a pair is kept when either order admits it. Keys
-    that start with an integer key field are also held to that field's min/max (numbers, where
-    the key strings' bounds compare text: ``"10" < "9"``): they are stabbed by number first."""
+    chunks (``ranges.range_pairs``; a pair may come once per order searched)."""
     part_key, part_file = _partition_codes(context, parts)
     usable = context.present & filters.min_key.is_valid().to_numpy(zero_copy_only=False)
-    ranked = []
-    for java_order in orders:
-        if java_order not in filters.cache:  # the bounds sorted once per index version
-            filters.cache[java_order] = SortedBounds(filters.min_key, filters.max_key, java_order)
-        k, lo, hi = filters.cache[java_order].ranks(keys)
-        span = max(int(k.max(initial=0)), int(lo.max(initial=0)), int(hi.max(initial=0))) + 1
-        # The partition is the major part of each rank, so a key only meets its partition's files.
-        ranked.append(
-            (
-                np.where(k >= 0, part_key * span + k, -1),
-                np.where((lo >= 0) & usable, part_file * span + lo, -1),
-                np.where((hi >= 0) & usable, part_file * span + hi, -1),
-            )
-        )
-    by_number = np.zeros(len(keys), dtype=bool)
+    numbers: Numbers | None = None
     bounds = context.leading_bounds() if context.leading_bounds is not None and len(keys) else None
     if bounds is not None:
         values, decoded = context.spec.leading_integers(keys)
-        by_number = decoded.to_numpy(zero_copy_only=False)
-        chosen = np.flatnonzero(by_number)
-        numbers = values.fill_null(0).to_numpy(zero_copy_only=False)[chosen]
-        k, lo, hi = _number_ranks(numbers, *bounds, usable)
-        span = int(max(k.max(initial=0), hi.max(initial=0))) + 1
-        k = np.where(k >= 0, np.broadcast_to(part_key, len(keys))[chosen] * span + k, -1)
-        lo = np.where(lo >= 0, part_file * span + lo, -1)
-        hi = np.where(hi >= 0, part_file * span + hi, -1)
-        for key_idx, file_pos in stab(k, lo, hi):
-            key_idx = chosen[key_idx]
-            keep = np.zeros(key_idx.size, dtype=bool)
-            for kr, lr, hr in ranked:  # and inside the key strings' bounds
-                keep |= (lr[file_pos] >= 0) & (lr[file_pos] <= kr[key_idx]) & (kr[key_idx] <= hr[file_pos])
-            yield key_idx[keep].astype(np.int64), file_pos[keep].astype(np.int64)
-    others = np.flatnonzero(~by_number)
-    if others.size:
-        for kr, lr, hr in ranked:
-            for key_idx, file_pos in stab(kr[others], lr, hr):
-                yield others[key_idx].astype(np.int64), file_pos.astype(np.int64)
+        numbers = (
+            values.fill_null(0).to_numpy(zero_copy_only=False),
+            decoded.to_numpy(zero_copy_only=False),
+            *bounds,
+        )
 
+    def sorted_bounds(java_order: bool) -> SortedBounds:
+        if java_order not in filters.cache:  # the bounds sorted once per index version
+            filters.cache[java_order] = SortedBounds(filters.min_key, filters.max_key, java_order)
+        return filters.cache[java_order]
 
-def _number_ranks(
-    values: np.ndarray, low: np.ndarray, high: np.ndarray, known: np.ndarray, usable: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Ranks (int64, order-preserving) of key values and of the files' integer bounds; a file whose
-    bounds are unknown admits every value; files not ``usable`` rank -1 (never candidates)."""
-    every = unique_sorted(np.concatenate([values, low[known], high[known]]))
-    k = np.searchsorted(every, values) + 1
-    lo = np.where(known, np.searchsorted(every, low) + 1, 0)
-    hi = np.where(known, np.searchsorted(every, high) + 1, every.size + 1)
-    return k.astype(np.int64), np.where(usable, lo, -1), np.where(usable, hi, -1)
+    yield from range_pairs(keys, sorted_bounds, orders, usable, part_key, part_file, numbers)
 
 
 def _partition_codes(context: TagContext, parts: pa.StringArray | None) -> tuple[np.ndarray, np.ndarray]:
