@@ -290,6 +290,7 @@ class _IndexFile:
     fences: list[np.ndarray] | None  # per batch: the first hash of each page (None: not recorded)
     metadata_bytes: int
     size: int  # of the file
+    batches: dict[int, pa.RecordBatch] = dataclasses.field(default_factory=dict)  # checked ones
 
 
 # Opened files by (path, size, modification time): index files are written once and never
@@ -395,7 +396,10 @@ def _fences(meta: dict[str, Any], rows: np.ndarray, first: np.ndarray, bad: Any)
 
 
 def _batch(f: _IndexFile, i: int) -> pa.RecordBatch:
-    """Record batch ``i`` (memory-mapped), checked against the metadata (cheap checks only)."""
+    """Record batch ``i`` (memory-mapped), checked against the metadata (cheap checks only) the
+    first time it is read from this opened file."""
+    if i in f.batches:
+        return f.batches[i]
     try:
         batch = f.reader.get_batch(i)
         batch.validate()
@@ -408,6 +412,7 @@ def _batch(f: _IndexFile, i: int) -> pa.RecordBatch:
     hashes = batch.column(0).to_numpy()
     if hashes[0] != f.first[i] or hashes[-1] != f.last[i]:
         raise IndexCorruptError(str(f.path), f"record batch {i} does not hold its hash range in the metadata")
+    f.batches[i] = batch
     return batch
 
 
@@ -525,24 +530,28 @@ def _search_pages(
     hashes: np.ndarray, fences: np.ndarray, q_hash: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """``searchsorted(hashes, q_hash)`` left and right, each key searching only the page its hash
-    falls in (``fences``: each page's first hash): about one page of the column per key."""
+    falls in (``fences``: each page's first hash): about one page of the column per key. A run of
+    equal hashes may go on past the page: it is followed to its end."""
     n = len(hashes)
 
-    def bisect(side: str) -> np.ndarray:
-        page = np.maximum(np.searchsorted(fences, q_hash, side) - 1, 0)  # type: ignore[call-overload]
-        lo = page * PAGE_ROWS
-        hi = np.minimum(lo + PAGE_ROWS, n)
-        while True:
-            active = lo < hi
-            if not active.any():
-                return lo
-            mid = (lo + hi) // 2
-            value = hashes[np.minimum(mid, n - 1)]
-            right = (value <= q_hash) if side == "right" else (value < q_hash)
-            lo = np.where(active & right, mid + 1, lo)
-            hi = np.where(active & ~right, mid, hi)
-
-    return bisect("left"), bisect("right")
+    page = np.maximum(np.searchsorted(fences, q_hash, "left") - 1, 0)
+    lo = page * PAGE_ROWS
+    hi = np.minimum(lo + PAGE_ROWS, n)
+    while True:  # binary search within each key's page: the first hash >= the key's
+        active = lo < hi
+        if not active.any():
+            break
+        mid = (lo + hi) // 2
+        below = hashes[np.minimum(mid, n - 1)] < q_hash
+        lo = np.where(active & below, mid + 1, lo)
+        hi = np.where(active & ~below, mid, hi)
+    # The run of equal hashes from there (a key in several rows, or a collision) is short.
+    end = lo.copy()
+    while True:
+        more = (end < n) & (hashes[np.minimum(end, n - 1)] == q_hash)
+        if not more.any():
+            return lo, end
+        end += more
 
 
 def _pages(

@@ -25,9 +25,11 @@ from index_store.partitions.record_index import (
     KEYS_PER_SHARD,
     MAX_SHARDS,
     METADATA_KEY,
+    PAGE_ROWS,
     RECORD_INDEX_SCHEMA,
     RecordIndexPartition,
     RecordLookup,
+    _search_pages,
     default_shards,
     lookup_record_keys,
     read_record_index,
@@ -409,3 +411,18 @@ def test_string_offsets_out_of_bounds(written: tuple[Path, str, list[str]]) -> N
 
     _rewrite(root / rel, batches_change=bad_offsets)
     _corrupt(root, rel, keys, "offsets out of bounds|Offset invariant")
+
+
+def test_page_search_equals_searchsorted_with_runs_longer_than_a_page() -> None:
+    """The page-wise search finds what a whole-column ``searchsorted`` finds, left and right,
+    also for runs of one hash over several 4 KiB pages (512 hashes each) and for hashes outside."""
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        values = np.sort(
+            rng.integers(0, int(rng.integers(2, 40)), int(rng.integers(1, 3000))).astype(np.uint64)
+        )
+        fences = values[::PAGE_ROWS]
+        queries = rng.integers(0, 45, 300).astype(np.uint64)
+        lo, hi = _search_pages(values, fences, queries)
+        assert np.array_equal(lo, np.searchsorted(values, queries, "left"))
+        assert np.array_equal(hi, np.searchsorted(values, queries, "right"))
