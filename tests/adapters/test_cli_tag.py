@@ -16,6 +16,7 @@ import pytest
 from cli_run import run
 
 import adapters.cli as cli
+import adapters.cli_keys as cli_keys
 from index_store import open_table
 from index_store.tagging import tag_stats
 
@@ -253,8 +254,8 @@ def test_chunked_tagging_gives_the_same_result(
     parts = [["region=eu", "region=us"][i] for i in rng.integers(0, 2, 200)]
     pq.write_table(pa.table({"id": keys, "p": parts}), tmp_path / "k.parquet")
     t = open_table(keyed)
-    monkeypatch.setattr(cli, "TAG_CHUNK", 7)
-    monkeypatch.setattr(cli, "_show_progress", lambda: True)
+    monkeypatch.setattr(cli_keys, "TAG_CHUNK", 7)
+    monkeypatch.setattr(cli_keys, "_show_progress", lambda: True)
     for using in ("bloom", "record"):
         for extra, partitions in (((), None), (("--partition-col", "p"), parts)):
             expected = t.tag(keys, partitions, using=using)  # type: ignore[arg-type]

@@ -1,0 +1,36 @@
+"""What the ``hudi-index`` commands share: opening the table they name, and printing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from index_store import IndexedTable, IndexNotBuiltError, open_table
+
+__all__ = ["count_text", "files_text", "open_from_args", "print_json", "require_built"]
+
+
+def print_json(value: object) -> None:
+    """One JSON document on stdout, ending in a newline (as every line of text should)."""
+    sys.stdout.write(json.dumps(value) + "\n")
+
+
+def files_text(n: int) -> str:
+    return "1 file" if n == 1 else f"{n} files"
+
+
+def count_text(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def open_from_args(args: argparse.Namespace) -> IndexedTable:
+    return open_table(args.table, index_path=args.index_path)
+
+
+def require_built(table: IndexedTable) -> IndexedTable:
+    """``table``, or ``IndexNotBuiltError`` when it has no index (``compact`` would otherwise commit
+    an empty one, and ``stats`` describe nothing as "version 0")."""
+    if not table.snapshot().version:
+        raise IndexNotBuiltError(table.root)
+    return table
