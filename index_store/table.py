@@ -424,7 +424,8 @@ class IndexedTable:
             live = loaded.file_idx[pos] == rows["file_idx"].to_numpy() if loaded.file_idx.size else pos < 0
             keys, file_pos = rows["key"].filter(pa.array(live)), pos[live]
         else:
-            listing = [f for f in self.reader.list_files() if f.path in set(loaded.paths.to_pylist())]
+            indexed = set(loaded.paths.to_pylist())
+            listing = [f for f in self.reader.list_files() if f.path in indexed]
             found = compute_file_keys(self.root, listing, spec, 0.5, with_keys=True, progress=False)
             assert found.keys is not None
             index_of = dict(zip(loaded.paths.to_pylist(), range(len(loaded.paths)), strict=True))

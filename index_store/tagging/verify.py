@@ -136,17 +136,17 @@ def _row_groups_admitting(pf: pq.ParquetFile, wanted: pa.StringArray, spec: Reco
     indices = _column_indices(pf, [spec.column])
     if len(indices) != 1:
         return groups
-    # Parquet orders strings as unsigned bytes: compare the UTF-8 bytes.
-    probe = np.sort(np.array([k.encode() for k in wanted.to_pylist()], dtype=object))
+    # Parquet orders strings as unsigned bytes, as Arrow compares binary: compare the UTF-8 bytes.
+    probe = wanted.cast(pa.binary())
     keep = []
-    for g in groups:
+    for g in groups:  # one vectorized test per row group, over all the file's wanted keys
         stats = meta.row_group(g).column(indices[0]).statistics
         if stats is None or not stats.has_min_max:
             keep.append(g)
             continue
-        low, high = _as_bytes(stats.min), _as_bytes(stats.max)
-        i = int(np.searchsorted(probe, low, side="left"))
-        if i < probe.size and probe[i] <= high:
+        low = pa.scalar(_as_bytes(stats.min), pa.binary())
+        high = pa.scalar(_as_bytes(stats.max), pa.binary())
+        if pc.any(pc.and_(pc.greater_equal(probe, low), pc.less_equal(probe, high))).as_py():
             keep.append(g)
     return keep
 

@@ -337,3 +337,21 @@ def test_integer_keys_are_held_to_the_fields_min_max(tmp_path: Path, composite: 
     assert stats.updates == 8
     # each key meets at most the one file whose numbers cover it (text ranges overlap everywhere)
     assert stats.after_range <= len(keys)
+
+
+def test_verification_reads_only_the_row_groups_that_may_hold_a_key(tmp_path: Path) -> None:
+    """Keys stored in one string column (Hudi's _hoodie_record_key): a row group is read only when
+    its min/max (UTF-8 bytes, unsigned) admit a wanted key, and every wanted key in the file is found."""
+    from index_store.record_key import RecordKeySpec
+    from index_store.tagging.verify import _lookup_file
+
+    stored = sorted([f"k{i:03d}" for i in range(100)] + ["\u00e9a", "\u00e9b", "\U0001f600"], key=str.encode)
+    path = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"_hoodie_record_key": stored}), path, row_group_size=10)
+    spec = RecordKeySpec((), "_hoodie_record_key", "unknown")
+    groups = [stored[i : i + 10] for i in range(0, len(stored), 10)]
+    for wanted in (["k005", "k055", "nope"], ["\u00e9b", "k000"], ["\U0001f600"], ["a", "zz"], ["k0055"]):
+        found, read, _ = _lookup_file(str(path), pa.array(wanted, pa.string()), spec)
+        assert sorted(found.tolist()) == [i for i, k in enumerate(wanted) if k in stored]
+        admitting = [g for g in groups if any(g[0].encode() <= k.encode() <= g[-1].encode() for k in wanted)]
+        assert read == len(admitting)
