@@ -6,6 +6,7 @@ from index_store.errors import (
     CommitConflictError,
     DuplicateKeyError,
     IndexCorruptError,
+    IndexDefinitionError,
     IndexNotBuiltError,
     IndexNotWritableError,
     IndexStaleError,
@@ -14,6 +15,8 @@ from index_store.errors import (
     TableFormatError,
     UnsupportedTableError,
 )
+from index_store.secondary import IndexDefinition, UseRules
+from index_store.secondary.api import IndexStatus, RowSelection
 from index_store.table import Freshness, IndexedTable, PruneResult, open_table
 from index_store.tables.base import DataFile, TableReader
 from index_store.timeline import Commit, IndexTimeline, Snapshot
@@ -26,17 +29,22 @@ __all__ = [
     "Freshness",
     "IndexConfig",
     "IndexCorruptError",
+    "IndexDefinition",
+    "IndexDefinitionError",
     "IndexNotBuiltError",
     "IndexNotWritableError",
     "IndexStaleError",
+    "IndexStatus",
     "IndexStoreError",
     "IndexTimeline",
     "IndexedTable",
     "PruneResult",
     "RecordKeyError",
+    "RowSelection",
     "Snapshot",
     "TableFormatError",
     "TableReader",
     "UnsupportedTableError",
+    "UseRules",
     "open_table",
 ]

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from index_store.secondary.definitions import IndexDefinition
+
 __all__ = ["IndexConfig"]
 
 
@@ -32,9 +34,15 @@ class IndexConfig:
     key_fpp: float = 1e-6  # false-positive rate of the per-file key filters this library writes
     record_index: bool = False  # whether the ``record_index`` partition is maintained
     record_index_shards: int | None = None  # its hash shards per file (None: from the key count)
+    secondary_indexes: tuple[IndexDefinition, ...] = ()  # RFC-51 definitions, built or not
 
-    VERSION: ClassVar[int] = 2
-    READS: ClassVar[tuple[int, ...]] = (1, 2)  # version 1 had no record key settings
+    VERSION: ClassVar[int] = 3
+    # Version 1 had no record key settings, version 2 no secondary indexes.
+    READS: ClassVar[tuple[int, ...]] = (1, 2, 3)
+
+    def secondary_index(self, name: str) -> IndexDefinition | None:
+        """The secondary index definition called ``name`` (case-insensitive, as SQL names are)."""
+        return next((d for d in self.secondary_indexes if d.name.lower() == name.lower()), None)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,6 +58,7 @@ class IndexConfig:
             "key_fpp": self.key_fpp,
             "record_index": self.record_index,
             "record_index_shards": self.record_index_shards,
+            "secondary_indexes": [d.to_json() for d in self.secondary_indexes],
         }
 
     @classmethod
@@ -79,4 +88,5 @@ class IndexConfig:
             key_fpp=float(info.get("key_fpp", 1e-6)),
             record_index=bool(info.get("record_index", False)),
             record_index_shards=None if shards is None else int(shards),
+            secondary_indexes=tuple(IndexDefinition.from_json(d) for d in info.get("secondary_indexes", ())),
         )

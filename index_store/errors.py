@@ -74,3 +74,8 @@ class IndexStaleError(IndexStoreError):
 class DuplicateKeyError(IndexStoreError):
     """A record key is in more than one live data file: the table breaks its own key uniqueness,
     so no single file can be named as the key's location."""
+
+
+class IndexDefinitionError(IndexStoreError, ValueError):
+    """A secondary index definition that cannot be made or used: a column that does not exist or
+    of a type the index type cannot index, a name taken or unknown."""

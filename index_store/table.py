@@ -53,11 +53,13 @@ from index_store.partitions.base import FileKeys
 from index_store.partitions.record_index import lookup_record_keys
 from index_store.partitions.record_keys import KeyFilters
 from index_store.record_key import RecordKeySpec
+from index_store.secondary.api import STAGING, SecondaryIndexes
+from index_store.secondary.kinds import kinds as index_kinds
 from index_store.tables.base import DataFile, TableReader
 from index_store.tagging.tagger import RecordMatches, TagContext, tag_keys, tag_method
 from index_store.timeline import Commit, IndexTimeline, Snapshot
 
-__all__ = ["Freshness", "IndexedTable", "PruneResult", "open_table"]
+__all__ = ["Candidates", "Freshness", "IndexedTable", "PruneResult", "open_table"]
 
 MAX_RETRIES = 50
 
@@ -173,6 +175,7 @@ class _Loaded:
         self.blooms: dict[str, Any] = {}
         self.key_filters: KeyFilters | None = None
         self._partitions: pa.StringArray | None = None
+        self.secondary: dict[str, Any] = {}  # the secondary index's manifest and opened files
 
     def partitions(self, root: Path) -> pa.StringArray:
         """Each live file's partition path (read on first use: pruning does not need it)."""
@@ -185,7 +188,21 @@ class _Loaded:
         return self._partitions
 
 
-class IndexedTable:
+@dataclass(frozen=True)
+class Candidates:
+    """File pruning for row selection: per live file of ``loaded``, kept or not, and changed on
+    disk since indexed (kept, with no usable secondary index); files the index does not know."""
+
+    loaded: _Loaded
+    bound: Expression
+    kept: np.ndarray
+    changed: np.ndarray
+    unknown: list[str]  # table-relative
+    total: int  # data files on disk
+    partition_values: dict[str, dict[str, Any]]  # table-relative path -> its partition values
+
+
+class IndexedTable(SecondaryIndexes):
     """A table (``TableReader``) and its metadata index rooted at ``index_root``."""
 
     def __init__(self, reader: TableReader, index_root: Path) -> None:
@@ -315,6 +332,28 @@ class IndexedTable:
             changed_files=self._abs_all(loaded.paths.filter(pa.array(changed)).to_pylist()),
             not_used=not_used,
             _explain=explanation,
+        )
+
+    def _candidates(self, expr: Expression) -> Candidates:
+        """``prune`` for row selection: positions into the loaded version rather than paths."""
+        loaded = self._load()
+        if not loaded.snap.version:
+            raise IndexNotBuiltError(self.root)
+        bound = prepare(expr, FileStats([], [], {}, loaded.snap.schema))
+        stats = self.stats(bound.references())
+        mask = might_match(bound, stats).to_numpy(zero_copy_only=False)
+        listing = self.reader.list_files()
+        on_disk = pa.array([f.path for f in listing], pa.string())
+        present, changed = _compare_with_disk(loaded, listing, on_disk)
+        unknown = on_disk.filter(pc.invert(pc.is_in(on_disk, value_set=loaded.paths))).to_pylist()
+        return Candidates(
+            loaded,
+            bound,
+            present & (mask | changed),
+            changed,
+            unknown,
+            len(on_disk),
+            {f.path: f.partition_values for f in listing if f.partition_values},
         )
 
     def tag(
@@ -676,8 +715,10 @@ class IndexedTable:
             added = {}
             for partition in REGISTRY:
                 rel = partition.compact(self.index_root, live)
-                if rel is not None:
+                if isinstance(rel, str):
                     added[partition.name] = [rel]
+                elif rel is not None:  # a partition that also names files of other folders
+                    added.update({name: list(files) for name, files in rel.items()})
             return Commit(
                 version=snap.version + 1,
                 operation="compact",
@@ -706,7 +747,7 @@ class IndexedTable:
             return self._delete_unused(keep, snap, cutoff)
 
     def _delete_unused(self, keep: set[str], snap: Snapshot, cutoff: float) -> list[str]:
-        deleted = []
+        deleted = self._delete_unused_nested(keep, cutoff)
         for partition in REGISTRY.names():
             folder = self.index_root / partition
             if not folder.is_dir():
@@ -728,6 +769,25 @@ class IndexedTable:
                 if name.startswith(".tmp-") and path.stat().st_mtime <= cutoff:
                     path.unlink(missing_ok=True)
                     deleted.append(f"timeline/{name}")
+        return deleted
+
+    def _delete_unused_nested(self, keep: set[str], cutoff: float) -> list[str]:
+        """Secondary index files (``<type>/<instant>/<file id>/``) no version uses, then the
+        folders left empty (an instant goes with its last file), and abandoned build staging."""
+        deleted = []
+        for name in [k.name for k in index_kinds()] + [STAGING]:
+            top = self.index_root / name
+            if not top.is_dir():
+                continue
+            for folder, _, names in os.walk(top, topdown=False):
+                for file in names:
+                    path = Path(folder) / file
+                    rel = path.relative_to(self.index_root).as_posix()
+                    if rel not in keep and path.stat().st_mtime <= cutoff:
+                        path.unlink(missing_ok=True)
+                        deleted.append(rel)
+                if folder != str(top) and not os.listdir(folder):
+                    os.rmdir(folder)
         return deleted
 
     # ----------------------------------------------------------------------------- internals

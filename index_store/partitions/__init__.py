@@ -37,6 +37,7 @@ from index_store.partitions.record_keys import (
     RecordKeysPartition,
     read_record_keys,
 )
+from index_store.partitions.secondary import MANIFEST_SCHEMA, SecondaryManifestPartition, read_manifest
 
 __all__ = [
     "BLOOM_SCHEMA",
@@ -45,6 +46,7 @@ __all__ = [
     "FILES_SCHEMA",
     "INDEX_FILE_SUFFIX",
     "LOAD_COLUMNS",
+    "MANIFEST_SCHEMA",
     "RECORD_INDEX_SCHEMA",
     "RECORD_KEYS_SCHEMA",
     "REGISTRY",
@@ -57,6 +59,7 @@ __all__ = [
     "read_blooms",
     "read_column_stats",
     "read_files",
+    "read_manifest",
     "read_record_index",
     "read_record_keys",
     "row_groups_holding",
@@ -100,4 +103,5 @@ REGISTRY = Registry(
     BloomFiltersPartition(),
     RecordKeysPartition(),
     RecordIndexPartition(),
+    SecondaryManifestPartition(),
 )

@@ -106,8 +106,9 @@ class Partition(Protocol):
         None when it has nothing to say about these files."""
         ...
 
-    def compact(self, root: Path, index: LiveIndex) -> str | None:
-        """Rewrite what it holds about the live files of ``index`` as one new file (or None)."""
+    def compact(self, root: Path, index: LiveIndex) -> str | Mapping[str, list[str]] | None:
+        """Rewrite what it holds about the live files of ``index`` as one new file (or None); a
+        partition that also keeps files in other folders names them all, by folder."""
         ...
 
 

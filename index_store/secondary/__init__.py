@@ -1,0 +1,35 @@
+"""Secondary indexes (Hudi RFC-51): exact row sets per base file, behind one index-type interface.
+
+The table-level API (``create_index``, ``build_index``, ``row_ids``, ``read``...) is on
+``IndexedTable``, from ``index_store.secondary.api``; this package's modules hold the parts:
+definitions, index types, the index file format, building, and row selection.
+"""
+
+from index_store.secondary.definitions import IndexDefinition, default_index_name
+from index_store.secondary.kinds import (
+    IndexKind,
+    KeyLookup,
+    TermIndex,
+    UnsupportedColumnError,
+    ValueIndex,
+    index_kind,
+    kinds,
+    register_kind,
+)
+from index_store.secondary.select import FileRows, IndexUse, UseRules
+
+__all__ = [
+    "FileRows",
+    "IndexDefinition",
+    "IndexKind",
+    "IndexUse",
+    "KeyLookup",
+    "TermIndex",
+    "UnsupportedColumnError",
+    "UseRules",
+    "ValueIndex",
+    "default_index_name",
+    "index_kind",
+    "kinds",
+    "register_kind",
+]

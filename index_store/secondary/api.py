@@ -1,0 +1,641 @@
+"""RFC-51's standard API on ``IndexedTable``: define, build, drop and list secondary indexes, and
+use them (``row_ids``, ``read``, ``count``, ``exists``).
+
+``SecondaryIndexes`` is a mixin of ``IndexedTable``: it needs the table's reader, index root,
+timeline and ``_candidates`` (file pruning by statistics and blooms, checked against the disk).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_expr import Expression
+from hudi_expr.stats import leaf_columns
+from index_store.commit import commit, writable
+from index_store.errors import CommitConflictError, IndexDefinitionError, IndexNotBuiltError
+from index_store.partitions import read_files
+from index_store.partitions.secondary import MANIFEST, files_by_type, live_rows, read_manifest, write_manifest
+from index_store.secondary.build import FileTask, build_files
+from index_store.secondary.definitions import IndexDefinition, default_index_name
+from index_store.secondary.kinds import UnsupportedColumnError, index_kind
+from index_store.secondary.read import read_file_rows
+from index_store.secondary.select import (
+    FileRows,
+    IndexUse,
+    UseRules,
+    estimate,
+    expand,
+    plan_lookups,
+    select_rows,
+)
+from index_store.tables.base import TableReader
+from index_store.timeline import Commit, IndexTimeline, Snapshot
+
+if TYPE_CHECKING:
+    from index_store.table import Candidates
+
+__all__ = ["IndexStatus", "RowSelection", "SecondaryIndexes"]
+
+STAGING = ".staging"
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    """One secondary index and how far it is built (RFC-51's "show indexing")."""
+
+    name: str
+    index_type: str
+    columns: tuple[str, ...]
+    files_indexed: int  # live base files whose index file covers every column, as they are now
+    live_files: int
+    created: int  # the index version that recorded the definition
+
+    @property
+    def complete(self) -> bool:
+        return self.files_indexed == self.live_files
+
+
+@dataclass(frozen=True)
+class RowSelection:
+    """The rows a predicate may match, per candidate file (absolute paths, index order)."""
+
+    files: list[str]
+    row_counts: list[int]
+    rows: list[FileRows]
+    use: IndexUse
+    total_files: int
+    partition_values: list[dict[str, Any]] = field(default_factory=list)
+
+    def row_ids(self) -> dict[str, pa.Array]:
+        """``{file: uint64 row positions}``; files whose selection is empty are left out."""
+        out = {}
+        for path, n, rows in zip(self.files, self.row_counts, self.rows, strict=True):
+            ids = expand(rows, n)
+            if len(ids):
+                out[path] = pa.array(ids, pa.uint64())
+        return out
+
+    @property
+    def exact(self) -> bool:
+        """True when every candidate's rows are exactly its matching rows (no row to check)."""
+        return all(r.exact for r in self.rows)
+
+    def explain(self) -> str:
+        kept = sum(1 for r, n in zip(self.rows, self.row_counts, strict=True) if _maybe_rows(r, n))
+        selected = [r.count for r in self.rows]
+        known = sum(c for c in selected if c is not None)
+        lines = [self.use.explain(), f"files with candidate rows: {kept} of {self.total_files}"]
+        if self.use.used:
+            unknown = sum(1 for c in selected if c is None)
+            lines.append(
+                f"rows selected by the index: {known:,}"
+                + (f" (plus every row of {unknown} files without a usable index file)" if unknown else "")
+            )
+        return "\n".join(lines)
+
+
+def _maybe_rows(rows: FileRows, n: int) -> bool:
+    return n > 0 and (rows.mask is None or (len(rows.mask) > 0 and bool(rows.mask.any())))
+
+
+class SecondaryIndexes:
+    """Secondary index methods of ``IndexedTable``, which provides the members declared here."""
+
+    reader: TableReader
+    index_root: Path
+    timeline: IndexTimeline
+
+    @property
+    def root(self) -> str:
+        raise NotImplementedError
+
+    def _load(self) -> Any:
+        raise NotImplementedError
+
+    def _candidates(self, expr: Expression) -> Candidates:
+        raise NotImplementedError
+
+    def _abs_all(self, rels: Iterable[str]) -> list[str]:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------------------ definitions
+
+    def create_index(
+        self, columns: str | Sequence[str], index_type: str = "value", name: str | None = None
+    ) -> int:
+        """Record a secondary index definition (a commit; no index file is built yet: see
+        ``build_index``); returns the commit's version."""
+        cols = (columns,) if isinstance(columns, str) else tuple(columns)
+        kind = index_kind(index_type) if index_type else None
+        if kind is None:
+            raise IndexDefinitionError(f"index type must be given, one of {'value', 'term'}")
+        try:
+            definition = IndexDefinition(name or default_index_name(cols, index_type), cols, index_type)
+        except ValueError as exc:
+            raise IndexDefinitionError(str(exc)) from None
+
+        def prepare(snap: Snapshot) -> Commit:
+            if not snap.version:
+                raise IndexNotBuiltError(self.root)
+            leaves = leaf_columns(snap.schema)
+            for c in cols:
+                if c not in leaves:
+                    raise IndexDefinitionError(
+                        f"cannot index column {c!r}: the table has no such column (columns: "
+                        f"{', '.join(list(leaves)[:20])})"
+                    )
+                if c in snap.config.exact_columns:
+                    raise IndexDefinitionError(
+                        f"cannot index column {c!r}: it is a partition column, whose files' bounds are its "
+                        "values already (file pruning finds its rows exactly)"
+                    )
+                if "." in c:
+                    raise IndexDefinitionError(
+                        f"cannot index column {c!r}: nested struct fields are not supported"
+                    )
+                try:
+                    kind.check(c, leaves[c])
+                except UnsupportedColumnError as exc:
+                    raise IndexDefinitionError(str(exc)) from None
+            if snap.config.secondary_index(definition.name) is not None:
+                raise IndexDefinitionError(
+                    f"an index named {definition.name!r} exists already: drop it first, or choose "
+                    "another name"
+                )
+            made = dataclasses.replace(definition, created=snap.version + 1)
+            config = dataclasses.replace(
+                snap.config, secondary_indexes=(*snap.config.secondary_indexes, made)
+            )
+            return _meta_commit(snap, "create_index", config)
+
+        return commit(self.timeline, prepare)
+
+    def drop_index(self, name: str) -> int:
+        """Forget a secondary index (a commit). Its index files stop being live unless another index
+        uses them; readers holding an older snapshot keep reading them until ``clean`` runs."""
+
+        def prepare(snap: Snapshot) -> Commit:
+            definition = snap.config.secondary_index(name)
+            if definition is None:
+                known = ", ".join(d.name for d in snap.config.secondary_indexes) or "none"
+                raise IndexDefinitionError(f"no secondary index named {name!r} (indexes: {known})")
+            remaining = tuple(d for d in snap.config.secondary_indexes if d is not definition)
+            config = dataclasses.replace(snap.config, secondary_indexes=remaining)
+            manifest = read_manifest(self.index_root, snap.live.get(MANIFEST, ()))
+            defined = {(d.index_type, c) for d in remaining for c in d.columns}
+            file_idx = manifest["file_idx"].to_numpy() if len(manifest) else np.zeros(0, np.int64)
+            rows = live_rows(manifest, file_idx, defined)
+            return _manifest_commit(self.index_root, snap, "drop_index", config, rows)
+
+        return commit(self.timeline, prepare)
+
+    def indexes(self) -> list[IndexStatus]:
+        """Every secondary index definition, with how many live base files it covers."""
+        loaded = self._load()
+        snap = loaded.snap
+        usable = self._usable_manifest(loaded)
+        out = []
+        for d in snap.config.secondary_indexes:
+            covered: set[int] | None = None
+            for c in d.columns:
+                rows = usable.filter(
+                    pc.and_(pc.equal(usable["index_type"], d.index_type), pc.equal(usable["column"], c))
+                )
+                ids = set(rows["file_idx"].to_pylist())
+                covered = ids if covered is None else covered & ids
+            out.append(
+                IndexStatus(
+                    d.name, d.index_type, d.columns, len(covered or ()), len(loaded.file_idx), d.created
+                )
+            )
+        return out
+
+    # -------------------------------------------------------------------------------- building
+
+    def build_index(
+        self,
+        name: str | None = None,
+        strategy: Literal["incremental", "all"] = "incremental",
+        progress: bool | None = None,
+        workers: int | None = None,
+    ) -> int | None:
+        """Build index files: for base files that lack a current one (``incremental``) or for all
+        (``all``), for the index ``name`` or every index. Returns the commit's version, None when
+        there was nothing to build. Files changed on disk since the last sync are left unindexed
+        (sync first); they stay candidates with all their rows."""
+        if strategy not in ("incremental", "all"):
+            raise ValueError(f"strategy must be 'incremental' or 'all', not {strategy!r}")
+        loaded = self._load()
+        snap = loaded.snap
+        if not snap.version:
+            raise IndexNotBuiltError(self.root)
+        if name is not None and snap.config.secondary_index(name) is None:
+            known = ", ".join(d.name for d in snap.config.secondary_indexes) or "none"
+            raise IndexDefinitionError(f"no secondary index named {name!r} (indexes: {known})")
+        if not snap.config.secondary_indexes:
+            raise IndexDefinitionError("the table has no secondary index: create one first (create_index)")
+        tasks = self._build_tasks(loaded, name, strategy)
+        if not tasks:
+            return None
+        staging = self.index_root / STAGING / uuid.uuid4().hex
+        with writable(self.index_root):
+            built = build_files(self.root, staging, tasks, 0, progress, workers)
+        staged = list(dict.fromkeys(built["index_file"].to_pylist()))
+        base_version = snap.version
+
+        def prepare(s: Snapshot) -> Commit:
+            version = s.version + 1
+            if s.version != base_version:
+                _check_still_live(self, s, built)
+            # Staged files are linked under the instant of the commit that makes them live.
+            final = {rel: _under_instant(rel, version) for rel in staged}
+            for rel, dst_rel in final.items():
+                dst = self.index_root / dst_rel
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                os.link(staging / rel, dst)
+            new_rows = built.set_column(
+                built.schema.get_field_index("index_file"),
+                "index_file",
+                pa.array([final[r] for r in built["index_file"].to_pylist()], pa.string()),
+            ).set_column(
+                built.schema.get_field_index("version"),
+                "version",
+                pa.repeat(pa.scalar(version, pa.int64()), len(built)),
+            )
+            old = read_manifest(self.index_root, s.live.get(MANIFEST, ()))
+            defined = {(d.index_type, c) for d in s.config.secondary_indexes for c in d.columns}
+            live_idx = self._live_file_idx(s)
+            kept = live_rows(old, live_idx, defined)
+            replaced = pc.is_in(
+                pc.binary_join_element_wise(kept["index_type"], kept["file_idx"].cast(pa.string()), ":"),
+                value_set=pc.binary_join_element_wise(
+                    new_rows["index_type"], new_rows["file_idx"].cast(pa.string()), ":"
+                ),
+            )
+            rows = pa.concat_tables([kept.filter(pc.invert(replaced)), new_rows.cast(kept.schema)])
+            return _manifest_commit(self.index_root, s, "build_index", s.config, rows)
+
+        try:
+            return commit(self.timeline, prepare)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _build_tasks(self, loaded: Any, name: str | None, strategy: str) -> list[FileTask]:
+        snap = loaded.snap
+        definitions = [
+            d for d in snap.config.secondary_indexes if name is None or d.name.lower() == name.lower()
+        ]
+        kinds = dict.fromkeys(d.index_type for d in definitions)
+        leaves = leaf_columns(snap.schema)
+        # One index file per (type, base file) holds every column indexed with that type.
+        columns = {
+            k: tuple(
+                dict.fromkeys(
+                    c for d in snap.config.secondary_indexes if d.index_type == k for c in d.columns
+                )
+            )
+            for k in kinds
+        }
+        usable = self._usable_manifest(loaded)
+        listing = {f.path: f for f in self.reader.list_files()}
+        files = loaded.files
+        paths = loaded.paths.to_pylist()
+        sizes = files["size"].to_pylist()
+        mtimes = files["mtime"].to_pylist() if "mtime" in files.column_names else [None] * len(paths)
+        counts = files["row_count"].to_pylist()
+        tasks = []
+        for kind, cols in columns.items():
+            done: set[int] = set()
+            if strategy == "incremental":
+                mine = usable.filter(pc.equal(usable["index_type"], kind))
+                have: dict[int, set[str]] = {}
+                for idx, c in zip(mine["file_idx"].to_pylist(), mine["column"].to_pylist(), strict=True):
+                    have.setdefault(idx, set()).add(c)
+                done = {idx for idx, cs in have.items() if cs >= set(cols)}
+            for i, idx in enumerate(loaded.file_idx.tolist()):
+                on_disk = listing.get(paths[i])
+                if (
+                    idx in done
+                    or on_disk is None
+                    or (on_disk.size, on_disk.mtime_ns) != (sizes[i], mtimes[i])
+                ):
+                    continue
+                tasks.append(
+                    FileTask(
+                        kind,
+                        paths[i],
+                        sizes[i],
+                        mtimes[i],
+                        counts[i],
+                        int(idx),
+                        on_disk.file_group,
+                        cols,
+                        tuple(leaves[c] for c in cols),
+                    )
+                )
+        return tasks
+
+    def _live_file_idx(self, snap: Snapshot) -> np.ndarray:
+        return read_files(self.index_root, snap.live["files"], ["file_idx"])["file_idx"].to_numpy()
+
+    def _usable_manifest(self, loaded: Any) -> pa.Table:
+        """Manifest rows of defined indexes whose base file is live and unchanged since indexed."""
+        cached = loaded.secondary.get("manifest")
+        if cached is not None:
+            return cached
+        snap = loaded.snap
+        manifest = read_manifest(self.index_root, snap.live.get(MANIFEST, ()))
+        defined = {(d.index_type, c) for d in snap.config.secondary_indexes for c in d.columns}
+        rows = live_rows(manifest, loaded.file_idx, defined)
+        if len(rows):
+            pos = pc.index_in(rows["file_idx"], value_set=pa.array(loaded.file_idx, pa.int64()))
+            size = loaded.files["size"].combine_chunks().take(pos)
+            mtime = loaded.files["mtime"].combine_chunks().take(pos)
+            same = pc.and_(
+                pc.equal(size, rows["data_size"]),
+                pc.or_kleene(
+                    pc.equal(mtime, rows["data_mtime"]),
+                    pc.and_(pc.is_null(mtime), pc.is_null(rows["data_mtime"])),
+                ),
+            )
+            rows = rows.filter(pc.fill_null(same, False))
+        loaded.secondary["manifest"] = rows
+        return rows
+
+    # --------------------------------------------------------------------------------- reading
+
+    def select(
+        self, expr: Expression, rules: UseRules | None = None, on_corrupt: str = "raise"
+    ) -> RowSelection:
+        """The candidate rows of each file for ``expr`` (see ``row_ids``); with ``rules`` the index is
+        used only when they say it pays (otherwise every candidate file has all its rows)."""
+        cand = self._candidates(expr)
+        loaded, bound = cand.loaded, cand.bound
+        snap = loaded.snap
+        usable = self._usable_manifest(loaded)
+        built = {
+            (t, c)
+            for t, c in zip(usable["index_type"].to_pylist(), usable["column"].to_pylist(), strict=True)
+        }
+        definitions = [
+            IndexDefinition(d.name, tuple(c for c in d.columns if (d.index_type, c) in built), d.index_type)
+            for d in snap.config.secondary_indexes
+            if any((d.index_type, c) in built for c in d.columns)
+        ]
+        planned = plan_lookups(bound, definitions)
+        candidates = np.flatnonzero(cand.kept)
+        row_counts = loaded.files["row_count"].to_numpy()
+        candidate_rows = int(row_counts[candidates].sum())
+        cand_idx = pa.array(loaded.file_idx[candidates], pa.int64())
+        changed = cand.changed[candidates]
+        index_files: dict[tuple[str, str], list[str | None]] = {}
+        counts: dict[tuple[str, str], pa.Table] = {}
+        for p in {(p.kind, p.column) for p in planned.values()}:
+            rows = usable.filter(
+                pc.and_(pc.equal(usable["index_type"], p[0]), pc.equal(usable["column"], p[1]))
+            )
+            where = pc.index_in(cand_idx, value_set=rows["file_idx"])
+            files = rows["index_file"].take(where).to_pylist()
+            index_files[p] = [None if ch else f for f, ch in zip(files, changed, strict=True)]
+            counts[p] = rows.filter(pc.is_in(rows["file_idx"], value_set=cand_idx))
+        use = _decide(bound, planned, counts, candidate_rows, len(candidates), rules)
+        if use.used:
+            key_schemas = {
+                (p.kind, p.column): pa.schema(
+                    [pa.field(p.column, index_kind(p.kind).key_type(snap.schema.field(p.column).type))]
+                )
+                for p in planned.values()
+            }
+            rows = select_rows(
+                bound,
+                planned,
+                range(len(candidates)),
+                index_files,
+                row_counts[candidates].tolist(),
+                self.index_root,
+                loaded.secondary.setdefault("opened", {}),
+                key_schemas,
+                on_corrupt,
+            )
+        else:
+            rows = [FileRows(None, False)] * len(candidates)
+        paths = self._abs_all(loaded.paths.take(pa.array(candidates)).to_pylist()) if len(candidates) else []
+        # Files on disk the index does not know: every row is a candidate.
+        unknown = cand.unknown
+        return RowSelection(
+            files=paths + [os.path.join(self.root, u) for u in unknown],
+            row_counts=row_counts[candidates].tolist()
+            + [_rows_of(os.path.join(self.root, u)) for u in unknown],
+            rows=rows + [FileRows(None, False)] * len(unknown),
+            use=use,
+            total_files=cand.total,
+            partition_values=[
+                cand.partition_values.get(p, {}) for p in loaded.paths.take(pa.array(candidates)).to_pylist()
+            ]
+            + [cand.partition_values.get(u, {}) for u in unknown],
+        )
+
+    def row_ids(self, expr: Expression) -> dict[str, pa.Array]:
+        """RFC-51's ``getRowIdSet``: ``{file: uint64 row positions}`` of the rows that may match
+        ``expr`` (exactly the matching rows where every leaf is indexed; a superset otherwise).
+        Files with no candidate row are left out; files without a usable index file have all rows."""
+        return self.select(expr).row_ids()
+
+    def read(
+        self,
+        expr: Expression,
+        columns: Sequence[str] | None = None,
+        rules: UseRules | None = None,
+    ) -> pa.Table:
+        """The rows where ``expr`` is TRUE, reading only the row groups that hold selected rows
+        (when the index pays, by ``rules``; otherwise whole candidate files)."""
+        selection = self.select(expr, rules or UseRules())
+        return self._read_selection(selection, expr, columns)
+
+    def _read_selection(
+        self, selection: RowSelection, expr: Expression, columns: Sequence[str] | None
+    ) -> pa.Table:
+        schema = self._load().snap.schema
+        wanted = list(schema.names) if columns is None else list(columns)
+        for c in wanted:
+            if c not in schema.names:
+                raise IndexDefinitionError(
+                    f"no column {c!r} in the table (columns: {', '.join(schema.names)})"
+                )
+        bound = expr.bind(schema)
+        needed = list(dict.fromkeys(wanted + [r.split(".")[0] for r in bound.references()]))
+        filter_expr = bound.to_pyarrow()
+        out_schema = pa.schema([schema.field(c) for c in wanted])
+        parts = []
+        for path, n, rows, values in zip(
+            selection.files, selection.row_counts, selection.rows, selection.partition_values, strict=True
+        ):
+            if not _maybe_rows(rows, n):
+                continue
+            positions = None if rows.mask is None else np.flatnonzero(rows.mask)
+            table = read_file_rows(
+                path, positions, needed, values, schema, None if rows.exact else filter_expr
+            )
+            parts.append(table.select(wanted))
+        if not parts:
+            return out_schema.empty_table()
+        return pa.concat_tables(parts).cast(out_schema)
+
+    def count(self, expr: Expression) -> int:
+        """Rows where ``expr`` is TRUE: from the index alone for files whose selection is exact (or
+        whose statistics say every row matches), reading only the other candidates."""
+        selection = self.select(expr)
+        total = 0
+        rest = []
+        for i, rows in enumerate(selection.rows):
+            if rows.exact and rows.mask is not None:
+                total += int(rows.mask.sum())
+            else:
+                rest.append(i)
+        if rest:
+            total += self._count_reading(selection, expr, rest)
+        return total
+
+    def exists(self, expr: Expression) -> bool:
+        """Is there a row where ``expr`` is TRUE? From the index alone when an exact selection has one."""
+        selection = self.select(expr)
+        if any(r.exact and r.mask is not None and len(r.mask) and r.mask.any() for r in selection.rows):
+            return True
+        rest = [
+            i for i, r in enumerate(selection.rows) if not r.exact and _maybe_rows(r, selection.row_counts[i])
+        ]
+        return any(self._count_reading(selection, expr, [i]) for i in rest)
+
+    def _count_reading(self, selection: RowSelection, expr: Expression, which: list[int]) -> int:
+        schema = self._load().snap.schema
+        bound = expr.bind(schema)
+        needed = list(dict.fromkeys(r.split(".")[0] for r in bound.references())) or [schema.names[0]]
+        sub = RowSelection(
+            [selection.files[i] for i in which],
+            [selection.row_counts[i] for i in which],
+            [dataclasses.replace(selection.rows[i], exact=False) for i in which],
+            selection.use,
+            selection.total_files,
+            [selection.partition_values[i] for i in which],
+        )
+        # Files every row of which matches (strict statistics) are counted without reading rows.
+        return len(self._read_selection(sub, expr, needed))
+
+
+def _under_instant(rel: str, version: int) -> str:
+    """``<type>/<instant>/<file id>/<name>`` with the instant replaced by ``version``."""
+    kind, _, rest = rel.split("/", 2)
+    return f"{kind}/{version:020d}/{rest}"
+
+
+def _rows_of(path: str) -> int:
+    import pyarrow.parquet as pq
+
+    return int(pq.ParquetFile(path).metadata.num_rows)
+
+
+def _decide(
+    bound: Expression, planned: Any, counts: Any, candidate_rows: int, files: int, rules: UseRules | None
+) -> IndexUse:
+    lookups = {str(leaf): p.kind for leaf, p in planned.items()}
+    n = len(planned)
+    if not n:
+        return IndexUse(False, "no predicate on an indexed column", 0, None, candidate_rows, lookups)
+    if rules is None:
+        return IndexUse(True, f"{n} indexed predicate(s) looked up", n, None, candidate_rows, lookups)
+    if n > rules.max_predicates:
+        return IndexUse(
+            False,
+            f"{n} indexed predicates, more than {rules.max_predicates}: too many lookups to pay",
+            n,
+            None,
+            candidate_rows,
+            lookups,
+        )
+    if candidate_rows <= rules.min_candidate_rows:
+        return IndexUse(
+            False,
+            f"column statistics already keep {files} file(s) with {candidate_rows:,} rows: "
+            "reading them is cheaper",
+            n,
+            None,
+            candidate_rows,
+            lookups,
+        )
+    guess = estimate(bound, planned, counts, candidate_rows)
+    if guess > rules.max_selected_fraction * candidate_rows:
+        return IndexUse(
+            False,
+            f"an estimated {guess:,.0f} of {candidate_rows:,} candidate rows match, more than "
+            f"{rules.max_selected_fraction:.0%}: reading whole files is cheaper",
+            n,
+            guess,
+            candidate_rows,
+            lookups,
+        )
+    return IndexUse(
+        True,
+        f"an estimated {guess:,.0f} of {candidate_rows:,} candidate rows match ({n} indexed predicate(s))",
+        n,
+        guess,
+        candidate_rows,
+        lookups,
+    )
+
+
+def _meta_commit(snap: Snapshot, operation: str, config: Any, **changes: Any) -> Commit:
+    return Commit(
+        version=snap.version + 1,
+        operation=operation,
+        added=changes.get("added", {}),
+        removed=changes.get("removed", {}),
+        schema=snap.schema,
+        next_file_idx=snap.next_file_idx,
+        table_instant=snap.table_instant,
+        config=config,
+    )
+
+
+def _manifest_commit(root: Path, snap: Snapshot, operation: str, config: Any, rows: pa.Table) -> Commit:
+    """A commit whose manifest is ``rows``: index files it no longer names stop being live."""
+    old_files = {k: set(v) for k, v in snap.live.items() if k not in (MANIFEST,) and _is_kind(k)}
+    new_files = files_by_type(rows)
+    added: dict[str, list[str]] = {MANIFEST: [write_manifest(root, rows)]} if len(rows) else {}
+    removed: dict[str, list[str]] = {MANIFEST: list(snap.live.get(MANIFEST, ()))}
+    for kind in set(old_files) | set(new_files):
+        before, after = old_files.get(kind, set()), set(new_files.get(kind, ()))
+        if after - before:
+            added[kind] = sorted(after - before)
+        if before - after:
+            removed[kind] = sorted(before - after)
+    return _meta_commit(snap, operation, config, added=added, removed=removed)
+
+
+def _is_kind(name: str) -> bool:
+    try:
+        index_kind(name)
+        return True
+    except ValueError:
+        return False
+
+
+def _check_still_live(table: SecondaryIndexes, snap: Snapshot, built: pa.Table) -> None:
+    """After losing a race: the base files we indexed must still be live (else retry the build)."""
+    live = table._live_file_idx(snap)
+    gone = pc.invert(pc.is_in(built["file_idx"], value_set=pa.array(live, pa.int64())))
+    if pc.any(gone).as_py():
+        raise CommitConflictError(
+            "a concurrent commit replaced base files while their secondary index was built: "
+            "run build_index again"
+        )

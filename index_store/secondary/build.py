@@ -1,0 +1,134 @@
+"""Building secondary index files: one per (index type, base file), all its indexed columns.
+
+``index_file_bytes_for`` is the whole computation for one base file, a pure function of the file
+and the definition (so Spark executors produce byte-identical files to a local build); the local
+build runs it on a thread pool, since pyarrow releases the GIL while it reads and sorts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from index_store.builder import _column, _open_parquet, _parallel, _show, _workers
+from index_store.errors import IndexStaleError
+from index_store.partitions.secondary import MANIFEST_SCHEMA
+from index_store.secondary.format import FileInfo, entries_of, index_file_bytes
+from index_store.secondary.kinds import index_kind
+
+__all__ = ["FileTask", "build_files", "file_id_of", "index_file_bytes_for", "index_file_path"]
+
+
+@dataclass(frozen=True)
+class FileTask:
+    """One base file to index for one index type: which columns, of which types."""
+
+    kind: str
+    path: str  # relative to the table root
+    size: int
+    mtime_ns: int | None
+    row_count: int
+    file_idx: int  # the index's number of the base file
+    file_group: str | None  # Hudi's file id, when the table has file groups
+    columns: tuple[str, ...]
+    types: tuple[pa.DataType, ...]  # of ``columns`` in the table schema
+
+
+def file_id_of(path: str, file_group: str | None) -> str:
+    """The file id an index file is filed under: Hudi's file group id, else the file name's stem."""
+    if file_group:
+        return file_group
+    stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", stem) or "file"
+
+
+def index_file_path(task: FileTask, version: int) -> str:
+    """``<index type>/<instant>/<file id>/<unique>.idx``: RFC-51's layout, the instant being the
+    index commit that builds it (a unique name, so two racing builders never write one file)."""
+    return f"{task.kind}/{version:020d}/{file_id_of(task.path, task.file_group)}/{uuid.uuid4().hex}.idx"
+
+
+def index_file_bytes_for(table_root: str, task: FileTask) -> tuple[bytes, dict[str, dict[str, int]]]:
+    """The index file of one base file (read its indexed columns, cut (key, row) pairs, sort),
+    and its per-column entry counts."""
+    kind = index_kind(task.kind)
+    pf = _open_parquet(os.path.join(table_root, task.path))
+    if pf.metadata.num_rows != task.row_count:
+        raise IndexStaleError(
+            table_root, f"{task.path} has {pf.metadata.num_rows} rows, the index says {task.row_count}"
+        )
+    present = set(pf.schema_arrow.names)
+    tops = [c.split(".")[0] for c in task.columns]
+    table = pf.read(columns=list(dict.fromkeys(t for t in tops if t in present)))
+    blocks: dict[str, pa.Table] = {}
+    for column, data_type, top in zip(task.columns, task.types, tops, strict=True):
+        # A file written before the column existed holds only NULLs in it.
+        values = _column(table, column) if top in present else pa.nulls(task.row_count, data_type)
+        keys, rows = kind.pairs(values)
+        blocks[column] = entries_of(keys.cast(kind.key_type(data_type)), rows, task.row_count)
+    info = FileInfo(task.path, task.size, task.mtime_ns, task.row_count)
+    return index_file_bytes(task.kind, info, blocks)
+
+
+def build_files(
+    table_root: str,
+    index_root: Path,
+    tasks: Sequence[FileTask],
+    version: int,
+    progress: bool | None = None,
+    workers: int | None = None,
+) -> pa.Table:
+    """Write the index file of every task under ``version``; their manifest rows."""
+
+    def one(task: FileTask) -> tuple[str, dict[str, dict[str, int]]]:
+        rel = index_file_path(task, version)
+        content, counts = index_file_bytes_for(table_root, task)
+        write_durably(index_root / rel, content)
+        return rel, counts
+
+    done = _parallel(one, tasks, _workers(workers), _show(progress), "building secondary index")
+    return manifest_rows(tasks, [d[0] for d in done], version, [d[1] for d in done])
+
+
+def write_durably(path: Path, content: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(content)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def manifest_rows(
+    tasks: Sequence[FileTask],
+    rels: Sequence[str],
+    version: int,
+    counts: Sequence[Mapping[str, Mapping[str, int]]],
+) -> pa.Table:
+    """Manifest rows (one per task and column) for freshly built files."""
+    records = []
+    for task, rel, per_column in zip(tasks, rels, counts, strict=True):
+        for column in task.columns:
+            c = per_column[column]
+            records.append(
+                {
+                    "index_type": task.kind,
+                    "column": column,
+                    "file_idx": task.file_idx,
+                    "index_file": rel,
+                    "data_size": task.size,
+                    "data_mtime": task.mtime_ns,
+                    "row_count": task.row_count,
+                    "distinct": c["distinct"],
+                    "null_rows": c["null_rows"],
+                    "pairs": c["pairs"],
+                    "max_rows": c["max_rows"],
+                    "version": version,
+                }
+            )
+    return pa.Table.from_pylist(records, schema=MANIFEST_SCHEMA)

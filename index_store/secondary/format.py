@@ -1,0 +1,207 @@
+"""One secondary index file: every indexed column of one base file, for one index type.
+
+The file is parquet. Each indexed column is a block of entries sorted by key (nulls last), one
+entry per distinct key: the key (in a parquet column named like the indexed column; the other
+columns' key fields are null in this block), ``count`` (rows holding the key), and the rows,
+either as a sorted ``rows`` list or as a compressed ``bitmap`` (``rowsets``). A block starts its
+own row groups, so looking up one column reads only its row groups, and of those only the ones
+whose key range (parquet statistics) admits the lookup. The footer's key-value metadata says which
+row groups hold which column, and which base file (path, size, modification time, rows) the
+entries describe.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hudi_expr import Expression, FileStats, might_match
+from index_store.errors import IndexCorruptError
+from index_store.secondary.rowsets import encode_bitmap, is_dense, mask_of
+
+__all__ = ["ROW_GROUP_ENTRIES", "FileInfo", "IndexFile", "entries_of", "index_file_bytes"]
+
+FORMAT = 1
+META_KEY = b"hudi_index.secondary"
+ROW_GROUP_ENTRIES = 32_768
+_FIXED = [
+    pa.field("count", pa.uint32(), nullable=False),
+    pa.field("rows", pa.list_(pa.field("item", pa.uint32(), nullable=False))),
+    pa.field("bitmap", pa.binary()),
+]
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """The base file an index file describes, as it was when the index file was built."""
+
+    path: str  # relative to the table root
+    size: int
+    mtime_ns: int | None
+    row_count: int
+
+
+def entries_of(keys: pa.Array, rows: np.ndarray, row_count: int) -> pa.Table:
+    """The sorted entries (``key``, ``count``, ``rows``, ``bitmap``) of (key, row) pairs."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    pairs = pa.table({"key": keys, "row": pa.array(rows, pa.int64())})
+    order = pc.sort_indices(pairs, sort_keys=[("key", "ascending", "at_end"), ("row", "ascending", "at_end")])
+    keys_sorted = keys.take(order)
+    rows_sorted = rows[order.to_numpy()].astype(np.uint32)
+    n = len(keys_sorted)
+    if n == 0:
+        starts = np.zeros(0, dtype=np.int64)
+    else:
+        # A new entry wherever the key differs from the previous one (two nulls are one entry).
+        same = pc.fill_null(pc.equal(keys_sorted[1:], keys_sorted[:-1]), False).to_numpy(zero_copy_only=False)
+        both_null = pc.and_(pc.is_null(keys_sorted[1:]), pc.is_null(keys_sorted[:-1])).to_numpy(
+            zero_copy_only=False
+        )
+        starts = np.concatenate([[0], np.flatnonzero(~(same | both_null)) + 1]).astype(np.int64)
+    counts = np.diff(np.append(starts, n)).astype(np.uint32)
+    dense = is_dense(counts.astype(np.int64), row_count)
+    offsets = np.append(starts, n).astype(np.int32)
+    lists = pa.ListArray.from_arrays(pa.array(offsets), pa.array(rows_sorted, pa.uint32()))
+    bitmaps: list[bytes | None] = [None] * len(starts)
+    if dense.any():
+        # Dense entries are few per file (each covers 1/16 of its rows or more).
+        for i in np.flatnonzero(dense):
+            bitmaps[i] = encode_bitmap(rows_sorted[starts[i] : starts[i] + counts[i]], row_count)
+        lists = pc.if_else(pa.array(~dense), lists, pa.nulls(len(starts), lists.type))
+    return pa.table(
+        {
+            "key": keys_sorted.take(pa.array(starts)),
+            "count": pa.array(counts, pa.uint32()),
+            "rows": lists,
+            "bitmap": pa.array(bitmaps, pa.binary()),
+        }
+    )
+
+
+def index_file_bytes(
+    kind: str, info: FileInfo, blocks: Mapping[str, pa.Table]
+) -> tuple[bytes, dict[str, dict[str, int]]]:
+    """The content of one index file (``blocks`` maps each indexed column to its entries), and per
+    column its entry counts: distinct keys, rows with a null, (key, row) pairs, most rows of a key."""
+    key_fields = [pa.field(c, block.schema.field("key").type) for c, block in blocks.items()]
+    schema = pa.schema(key_fields + _FIXED)
+    layout: dict[str, list[int]] = {}
+    counts: dict[str, dict[str, int]] = {}
+    sink = io.BytesIO()
+    next_group = 0
+    with pq.ParquetWriter(
+        sink,
+        schema,
+        compression="zstd",
+        use_dictionary=False,
+        column_encoding={"count": "DELTA_BINARY_PACKED", "rows.list.item": "DELTA_BINARY_PACKED"},
+        write_statistics=[f.name for f in key_fields],
+    ) as writer:
+        for column, block in blocks.items():
+            groups = max(1, -(-len(block) // ROW_GROUP_ENTRIES))
+            columns = {
+                f.name: block["key"] if f.name == column else pa.nulls(len(block), f.type) for f in key_fields
+            }
+            table = pa.table(
+                {**columns, "count": block["count"], "rows": block["rows"], "bitmap": block["bitmap"]},
+                schema=schema,
+            )
+            writer.write_table(table, row_group_size=ROW_GROUP_ENTRIES)
+            layout[column] = [next_group, next_group + groups]
+            next_group += groups
+            count = block["count"].to_numpy()
+            nulls = block["key"].is_null().to_numpy(zero_copy_only=False)
+            counts[column] = {
+                "distinct": int((~nulls).sum()),
+                "null_rows": int(count[nulls].sum()),
+                "pairs": int(count[~nulls].sum()),
+                "max_rows": int(count[~nulls].max()) if (~nulls).any() else 0,
+            }
+        writer.add_key_value_metadata(
+            {
+                META_KEY: json.dumps(
+                    {
+                        "format": FORMAT,
+                        "type": kind,
+                        "base_file": info.path,
+                        "size": info.size,
+                        "mtime_ns": info.mtime_ns,
+                        "row_count": info.row_count,
+                        "columns": layout,
+                        "counts": counts,
+                    },
+                    sort_keys=True,
+                ).encode()
+            }
+        )
+    return sink.getvalue(), counts
+
+
+class IndexFile:
+    """An opened index file: its metadata, and lookups of one column's keys."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._pf = pq.ParquetFile(path)
+            raw = (self._pf.metadata.metadata or {}).get(META_KEY)
+            if raw is None:
+                raise ValueError("no secondary index metadata in the footer")
+            meta: dict[str, Any] = json.loads(raw)
+            if meta.get("format") != FORMAT:
+                raise ValueError(f"unknown format {meta.get('format')!r}")
+            self.kind = str(meta["type"])
+            self.info = FileInfo(
+                str(meta["base_file"]), int(meta["size"]), meta["mtime_ns"], int(meta["row_count"])
+            )
+            self.layout = {c: (int(a), int(b)) for c, (a, b) in meta["columns"].items()}
+            self.counts: dict[str, dict[str, int]] = meta.get("counts", {})
+        except FileNotFoundError:
+            raise IndexCorruptError(str(path), "the index lists it but it does not exist") from None
+        except (pa.ArrowException, OSError, ValueError, KeyError, TypeError) as exc:
+            raise IndexCorruptError(str(path), f"not a readable secondary index file ({exc})") from None
+
+    def rows(self, column: str, keys: Expression) -> np.ndarray:
+        """A mask of the base file's rows holding a key where ``keys`` (bound, over the column's
+        key type) is TRUE."""
+        start, stop = self.layout[column]
+        groups = self._groups(column, range(start, stop), keys)
+        if not groups:
+            return np.zeros(self.info.row_count, dtype=bool)
+        try:
+            table = self._pf.read_row_groups(groups, columns=[column, "rows", "bitmap"])
+            selected = table.filter(keys.to_pyarrow())
+            return mask_of(selected["rows"], selected["bitmap"], self.info.row_count)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise IndexCorruptError(str(self.path), f"unreadable entries of {column!r} ({exc})") from None
+
+    def _groups(self, column: str, groups: Sequence[int], keys: Expression) -> list[int]:
+        """The row groups whose key range may hold a key ``keys`` selects (statistics)."""
+        if len(groups) <= 1:
+            return list(groups)
+        md = self._pf.metadata
+        j = md.schema.to_arrow_schema().get_field_index(column)
+        records = []
+        for g in groups:
+            st = md.row_group(g).column(j).statistics
+            bounds: dict[str, Any] = {}
+            if st is not None and st.has_min_max:
+                bounds = {"min": st.min, "max": st.max}
+            records.append({"file": str(g), "row_count": md.row_group(g).num_rows, "stats": {column: bounds}})
+        schema = pa.schema([self._pf.schema_arrow.field(column)])
+        try:
+            stats = FileStats.from_pylist(records, schema)
+            keep = might_match(keys, stats).to_numpy(zero_copy_only=False)
+        except (ValueError, TypeError, pa.ArrowException):
+            return list(groups)  # statistics it cannot read: read every group of the column
+        return [g for g, k in zip(groups, keep, strict=True) if k]

@@ -1,0 +1,77 @@
+"""Reading exactly the selected rows of base files: only the row groups holding them, then ``take``.
+
+Parquet readers in pyarrow read whole row groups (no page skipping from Python), so a selection
+reads the row groups that hold at least one selected row, takes the rows, and applies the residual
+filter when the selection is a superset (candidates of a term index, or leaves no index answers).
+Partition values, which hive-partitioned files do not store, are added as constant columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from index_store.errors import TableFormatError
+
+__all__ = ["conform", "read_file_rows", "row_groups_of"]
+
+
+def row_groups_of(md: pq.FileMetaData, positions: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """The row groups holding ``positions`` (ascending), and the positions within what they read."""
+    sizes = np.array([md.row_group(g).num_rows for g in range(md.num_row_groups)], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if len(sizes) else np.zeros(0, dtype=np.int64)
+    group = np.searchsorted(starts, positions, side="right") - 1
+    groups = np.unique(group)  # positions are sorted, so this is cheap and ordered
+    read_start = np.zeros(len(sizes), dtype=np.int64)
+    read_start[groups] = np.concatenate([[0], np.cumsum(sizes[groups])[:-1]])
+    local = read_start[group] + (positions.astype(np.int64) - starts[group])
+    return [int(g) for g in groups], local
+
+
+def read_file_rows(
+    path: str,
+    positions: np.ndarray | None,
+    columns: Sequence[str],
+    partition_values: Mapping[str, Any],
+    schema: pa.Schema,
+    residual: pc.Expression | None,
+) -> pa.Table:
+    """``columns`` (of the table ``schema``) of the selected rows of one file, filtered by
+    ``residual`` when given; ``positions`` None reads every row."""
+    try:
+        pf = pq.ParquetFile(path)
+        present = set(pf.schema_arrow.names)
+        stored = [c for c in columns if c in present and c not in partition_values]
+        if positions is None:
+            table = pf.read(columns=stored)
+        elif not len(positions):
+            table = pf.schema_arrow.empty_table().select(stored)
+        else:
+            groups, local = row_groups_of(pf.metadata, positions)
+            table = pf.read_row_groups(groups, columns=stored).take(pa.array(local))
+    except FileNotFoundError:
+        raise TableFormatError(f"data file {path} disappeared while reading; run sync") from None
+    except (pa.ArrowException, OSError) as exc:
+        raise TableFormatError(f"data file {path} is not readable parquet: {exc}") from None
+    table = conform(table, pa.schema([schema.field(c) for c in columns]), partition_values)
+    return table.filter(residual) if residual is not None else table
+
+
+def conform(table: pa.Table, schema: pa.Schema, partition_values: Mapping[str, Any]) -> pa.Table:
+    """``table`` with exactly ``schema``'s columns and types: partition values as constants, columns
+    the file lacks (written before they existed) as nulls."""
+    n = len(table)
+    arrays = []
+    for f in schema:
+        if f.name in partition_values:
+            arrays.append(pa.repeat(pa.scalar(partition_values[f.name], f.type), n))
+        elif f.name in table.column_names:
+            arrays.append(table[f.name].cast(f.type))
+        else:
+            arrays.append(pa.nulls(n, f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)

@@ -1,0 +1,231 @@
+"""Row selection (RFC-51's ``getRowIdSet``): the rows of each candidate file a predicate may match.
+
+Candidate files come from column statistics and blooms first. Then, per candidate file, each leaf
+on an indexed column is looked up in the file's index file and the leaves are combined as the
+predicate says (AND intersects, OR unites). A leaf no index answers, and every leaf of a file
+without a usable index file (never built, built for an older version of the file, unreadable when
+the caller allows a fallback), stands for all rows: the result only ever holds more rows than
+match, never fewer. It is ``exact`` for a file when every leaf was answered exactly, so that no
+row needs checking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_expr import AlwaysFalse, AlwaysTrue, And, Expression, Or, Predicate
+from index_store.errors import IndexCorruptError
+from index_store.secondary.definitions import IndexDefinition
+from index_store.secondary.format import IndexFile
+from index_store.secondary.kinds import KeyLookup, index_kind
+
+__all__ = ["FileRows", "IndexUse", "UseRules", "plan_lookups", "select_rows"]
+
+
+@dataclass(frozen=True)
+class UseRules:
+    """When the index pays (RFC-51's rule-based optimizer): used only if every rule allows it."""
+
+    max_predicates: int = 10  # more indexed leaves than this: too many lookups (the RFC's rule)
+    min_candidate_rows: int = 65_536  # statistics keep fewer rows than this: just read them
+    max_selected_fraction: float = 0.2  # estimated selected rows above this share: read the files
+
+
+@dataclass(frozen=True)
+class FileRows:
+    """The selected rows of one candidate file: a mask over its rows, or None for every row."""
+
+    mask: np.ndarray | None
+    exact: bool  # True: exactly the rows where the predicate is TRUE
+
+    @property
+    def count(self) -> int | None:
+        return None if self.mask is None else int(self.mask.sum())
+
+
+@dataclass(frozen=True)
+class IndexUse:
+    """Whether the secondary index was used for a predicate, and why (for ``explain()``)."""
+
+    used: bool
+    reason: str
+    indexed_leaves: int = 0
+    estimated_rows: float | None = None
+    candidate_rows: int = 0
+    lookups: dict[str, str] = field(default_factory=dict)  # leaf -> index type that answers it
+
+    def explain(self) -> str:
+        head = "secondary index used" if self.used else "secondary index not used"
+        return f"{head}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class _Planned:
+    lookup: KeyLookup
+    kind: str
+    column: str
+
+
+def plan_lookups(bound: Expression, definitions: Sequence[IndexDefinition]) -> dict[Predicate, _Planned]:
+    """For each leaf an index can answer: how (exact lookups preferred over candidate ones)."""
+    by_column: dict[str, list[str]] = {}
+    for d in definitions:
+        for c in d.columns:
+            kinds = by_column.setdefault(c, [])
+            if d.index_type not in kinds:
+                kinds.append(d.index_type)
+    planned: dict[Predicate, _Planned] = {}
+    for leaf in bound.leaves():
+        column = leaf.term.name
+        options = []
+        for kind in by_column.get(column, ()):
+            lookup = index_kind(kind).lookup(leaf)
+            if lookup is not None:
+                options.append(_Planned(lookup, kind, column))
+        if options:
+            planned[leaf] = max(options, key=lambda p: p.lookup.exact)
+    return planned
+
+
+def select_rows(
+    bound: Expression,
+    planned: Mapping[Predicate, _Planned],
+    candidates: Sequence[int],
+    index_files: Mapping[tuple[str, str], Sequence[str | None]],
+    row_counts: Sequence[int],
+    index_root: Path,
+    opened: dict[str, IndexFile],
+    key_schemas: Mapping[tuple[str, str], pa.Schema],
+    on_corrupt: str = "raise",
+) -> list[FileRows]:
+    """The selected rows of each candidate (positions into ``row_counts`` and ``index_files``).
+
+    ``index_files[(kind, column)][i]`` is the index file of candidate ``i`` (None: none usable).
+    ``opened`` caches opened index files across calls (they are immutable).
+    """
+    bound_keys = {
+        leaf: p.lookup.keys if p.lookup.keys.is_bound else p.lookup.keys.bind(key_schemas[(p.kind, p.column)])
+        for leaf, p in planned.items()
+    }
+
+    def one(i: int) -> FileRows:
+        n = int(row_counts[i])
+
+        def leaf_rows(leaf: Predicate) -> tuple[np.ndarray | None, bool]:
+            p = planned.get(leaf)
+            rel = index_files[(p.kind, p.column)][i] if p is not None else None
+            if p is None or rel is None:
+                return None, False
+            try:
+                handle = opened.get(rel)
+                if handle is None:
+                    handle = opened.setdefault(rel, IndexFile(index_root / rel))
+                if p.column not in handle.layout or handle.info.row_count != n:
+                    raise IndexCorruptError(
+                        str(index_root / rel), f"does not describe {p.column!r} of this file"
+                    )
+                return handle.rows(p.column, bound_keys[leaf]), p.lookup.exact
+            except IndexCorruptError:
+                if on_corrupt == "raise":
+                    raise
+                return None, False  # scan instead: every row of the file is a candidate
+
+        mask, exact = _combine(bound, leaf_rows)
+        return FileRows(mask, exact)
+
+    if len(candidates) <= 4:
+        return [one(i) for i in candidates]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return list(pool.map(one, candidates))
+
+
+_Rows = tuple[np.ndarray | None, bool]
+
+
+def _combine(expr: Expression, leaf_rows: Callable[[Predicate], _Rows]) -> _Rows:
+    """Evaluate a NOT-free tree over row masks (None: all rows) and exactness."""
+    if isinstance(expr, Predicate):
+        return leaf_rows(expr)
+    if isinstance(expr, AlwaysTrue):
+        return None, True
+    if isinstance(expr, AlwaysFalse):
+        return np.zeros(0, dtype=bool), True  # an empty mask: broadcast as "no row" below
+    if isinstance(expr, And | Or):
+        parts = [_combine(child, leaf_rows) for child in expr.children]
+        return (_and if isinstance(expr, And) else _or)(parts)
+    raise TypeError(f"unexpected node in a bound, NOT-free predicate: {type(expr).__name__}")
+
+
+def _and(parts: list[tuple[np.ndarray | None, bool]]) -> tuple[np.ndarray | None, bool]:
+    masks = [m for m, _ in parts if m is not None]
+    exact = all(e for _, e in parts)
+    if any(len(m) == 0 for m in masks):
+        return np.zeros(0, dtype=bool), True  # FALSE AND anything: no row, exactly
+    if not masks:
+        return None, exact
+    out = masks[0].copy()
+    for m in masks[1:]:
+        out &= m
+    # An inexact or unanswered part can only remove rows: the intersection is still a superset.
+    return out, exact
+
+
+def _or(parts: list[tuple[np.ndarray | None, bool]]) -> tuple[np.ndarray | None, bool]:
+    live = [(m, e) for m, e in parts if m is None or len(m) != 0]  # FALSE OR p is p
+    if not live:
+        return np.zeros(0, dtype=bool), True
+    if any(m is None for m, _ in live):
+        return None, all(e for _, e in live)
+    out = live[0][0].copy()  # type: ignore[union-attr]
+    for m, _ in live[1:]:
+        out |= m
+    return out, all(e for _, e in live)
+
+
+def expand(rows: FileRows, row_count: int) -> np.ndarray:
+    """The row positions (``uint64``) of a selection, every row when it has no mask."""
+    if rows.mask is None:
+        return np.arange(row_count, dtype=np.uint64)
+    if len(rows.mask) == 0:
+        return np.zeros(0, dtype=np.uint64)
+    return np.flatnonzero(rows.mask).astype(np.uint64)
+
+
+def estimate(
+    bound: Expression,
+    planned: Mapping[Predicate, _Planned],
+    counts: Mapping[tuple[str, str], pa.Table],
+    candidate_rows: float,
+) -> float:
+    """Expected selected rows over the candidates, from the manifest's per-file counts."""
+
+    def leaf(p: Predicate) -> float:
+        plan = planned.get(p)
+        table = counts.get((plan.kind, plan.column)) if plan is not None else None
+        if plan is None or table is None or not len(table):
+            return candidate_rows
+        arrays = [
+            table[c].to_numpy().astype(np.float64) for c in ("row_count", "distinct", "null_rows", "pairs")
+        ]
+        found = float(index_kind(plan.kind).estimate(p, *arrays).sum())
+        unindexed = candidate_rows - float(pc.sum(table["row_count"]).as_py() or 0)
+        return found + max(unindexed, 0.0)
+
+    def walk(e: Expression) -> float:
+        if isinstance(e, Predicate):
+            return leaf(e)
+        if isinstance(e, AlwaysFalse):
+            return 0.0
+        if isinstance(e, AlwaysTrue):
+            return candidate_rows
+        values = [walk(c) for c in e.children]
+        return min(values) if isinstance(e, And) else min(candidate_rows, sum(values))
+
+    return walk(bound)
