@@ -26,7 +26,7 @@ from index_store.commit import commit, writable
 from index_store.errors import CommitConflictError, IndexDefinitionError, IndexNotBuiltError
 from index_store.partitions import read_files
 from index_store.partitions.secondary import MANIFEST, files_by_type, live_rows, read_manifest, write_manifest
-from index_store.secondary.build import FileTask, build_files
+from index_store.secondary.build import ComputeIndexFiles, FileTask, build_files
 from index_store.secondary.definitions import IndexDefinition, default_index_name
 from index_store.secondary.kinds import UnsupportedColumnError, index_kind
 from index_store.secondary.read import read_file_rows
@@ -229,11 +229,14 @@ class SecondaryIndexes:
         strategy: Literal["incremental", "all"] = "incremental",
         progress: bool | None = None,
         workers: int | None = None,
+        compute: ComputeIndexFiles | None = None,
     ) -> int | None:
         """Build index files: for base files that lack a current one (``incremental``) or for all
         (``all``), for the index ``name`` or every index. Returns the commit's version, None when
         there was nothing to build. Files changed on disk since the last sync are left unindexed
-        (sync first); they stay candidates with all their rows."""
+        (sync first); they stay candidates with all their rows. ``compute`` computes the index
+        files elsewhere (e.g. ``adapters.spark.build_secondary_index``: one Spark task per base
+        file); the files are the same bytes as a local build's."""
         if strategy not in ("incremental", "all"):
             raise ValueError(f"strategy must be 'incremental' or 'all', not {strategy!r}")
         loaded = self._load()
@@ -250,7 +253,7 @@ class SecondaryIndexes:
             return None
         staging = self.index_root / STAGING / uuid.uuid4().hex
         with writable(self.index_root):
-            built = build_files(self.root, staging, tasks, 0, progress, workers)
+            built = build_files(self.root, staging, tasks, 0, progress, workers, compute)
         staged = list(dict.fromkeys(built["index_file"].to_pylist()))
         base_version = snap.version
 

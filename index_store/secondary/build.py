@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +22,14 @@ from index_store.partitions.secondary import MANIFEST_SCHEMA
 from index_store.secondary.format import FileInfo, entries_of, index_file_bytes
 from index_store.secondary.kinds import index_kind
 
-__all__ = ["FileTask", "build_files", "file_id_of", "index_file_bytes_for", "index_file_path"]
+__all__ = [
+    "ComputeIndexFiles",
+    "FileTask",
+    "build_files",
+    "file_id_of",
+    "index_file_bytes_for",
+    "index_file_path",
+]
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,12 @@ def index_file_bytes_for(table_root: str, task: FileTask) -> tuple[bytes, dict[s
     return index_file_bytes(task.kind, info, blocks)
 
 
+Counts = dict[str, dict[str, int]]
+# ``compute(table_root, tasks)`` returns ``index_file_bytes_for(table_root, task)`` of every task,
+# in order, computed wherever it likes (``adapters.spark`` runs one Spark task per base file).
+ComputeIndexFiles = Callable[[str, Sequence[FileTask]], Sequence[tuple[bytes, Counts]]]
+
+
 def build_files(
     table_root: str,
     index_root: Path,
@@ -83,17 +96,27 @@ def build_files(
     version: int,
     progress: bool | None = None,
     workers: int | None = None,
+    compute: ComputeIndexFiles | None = None,
 ) -> pa.Table:
     """Write the index file of every task under ``version``; their manifest rows."""
+    rels = [index_file_path(task, version) for task in tasks]
+    if compute is not None:
+        results = list(compute(table_root, tasks))
+        if len(results) != len(tasks):
+            raise ValueError(f"compute returned {len(results)} index files for {len(tasks)} base files")
+        for rel, (content, _) in zip(rels, results, strict=True):
+            write_durably(index_root / rel, content)
+        return manifest_rows(tasks, rels, version, [counts for _, counts in results])
 
-    def one(task: FileTask) -> tuple[str, dict[str, dict[str, int]]]:
-        rel = index_file_path(task, version)
+    def one(job: tuple[FileTask, str]) -> Counts:
+        task, rel = job
         content, counts = index_file_bytes_for(table_root, task)
         write_durably(index_root / rel, content)
-        return rel, counts
+        return counts
 
-    done = _parallel(one, tasks, _workers(workers), _show(progress), "building secondary index")
-    return manifest_rows(tasks, [d[0] for d in done], version, [d[1] for d in done])
+    jobs = list(zip(tasks, rels, strict=True))
+    done = _parallel(one, jobs, _workers(workers), _show(progress), "building secondary index")
+    return manifest_rows(tasks, rels, version, done)
 
 
 def write_durably(path: Path, content: bytes) -> None:
