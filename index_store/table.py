@@ -55,8 +55,10 @@ from index_store.partitions.record_keys import KeyFilters
 from index_store.record_key import RecordKeySpec
 from index_store.secondary.api import STAGING, SecondaryIndexes
 from index_store.secondary.kinds import kinds as index_kinds
+from index_store.secondary.tagging import verify_with_index
 from index_store.tables.base import DataFile, TableReader
 from index_store.tagging.tagger import RecordMatches, TagContext, tag_keys, tag_method
+from index_store.tagging.verify import Verified, verify_pairs
 from index_store.timeline import Commit, IndexTimeline, Snapshot
 
 __all__ = ["Candidates", "Freshness", "IndexedTable", "PruneResult", "open_table"]
@@ -417,6 +419,7 @@ class IndexedTable(SecondaryIndexes):
             )
 
         context = TagContext(
+            verify=self._index_verifier(loaded, spec),
             root=self.root,
             paths=loaded.paths,
             partitions=loaded.partitions(self.index_root),
@@ -428,6 +431,46 @@ class IndexedTable(SecondaryIndexes):
             leading_bounds=leading_bounds,
         )
         return tag_keys(context, key_array, part_array, method)
+
+    def _index_verifier(
+        self, loaded: _Loaded, spec: RecordKeySpec
+    ) -> Callable[[pa.StringArray, np.ndarray, np.ndarray], Verified] | None:
+        """Confirming tag candidates from a value index on the key column, when there is one (a
+        one-column key as Hudi's simple key generator writes it); None: read the data files."""
+        if spec.generator != "simple" or len(spec.fields) != 1 or spec.column is not None:
+            return None
+        column = spec.fields[0]
+        usable = self._usable_manifest(loaded)
+        mine = usable.filter(
+            pc.and_(pc.equal(usable["index_type"], "value"), pc.equal(usable["column"], column))
+        )
+        if not len(mine) or column not in loaded.snap.schema.names:
+            return None
+        column_type = loaded.snap.schema.field(column).type
+
+        def index_file_of(file_pos: np.ndarray) -> list[str | None]:
+            where = pc.index_in(pa.array(loaded.file_idx[file_pos], pa.int64()), value_set=mine["file_idx"])
+            return mine["index_file"].take(where).to_pylist()
+
+        def verify(keys: pa.StringArray, key_idx: np.ndarray, file_pos: np.ndarray) -> Verified:
+            paths = loaded.paths.to_pylist()
+
+            def by_reading(which: np.ndarray) -> Verified:
+                return verify_pairs(self.root, paths, keys, key_idx[which], file_pos[which], spec)
+
+            return verify_with_index(
+                keys,
+                key_idx,
+                file_pos,
+                column,
+                column_type,
+                index_file_of,
+                self.index_root,
+                loaded.secondary.setdefault("opened", {}),
+                by_reading,
+            )
+
+        return verify
 
     def freshness(self) -> Freshness:
         """The newest index version against the table as listed now: files added, rewritten in

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudi_expr import Expression, FileStats, might_match
+from hudi_expr import Expression, FileStats, In, Reference, might_match
 from index_store.errors import IndexCorruptError
 from index_store.secondary.rowsets import encode_bitmap, is_dense, mask_of
 
@@ -184,6 +184,20 @@ class IndexFile:
             return mask_of(selected["rows"], selected["bitmap"], self.info.row_count)
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise IndexCorruptError(str(self.path), f"unreadable entries of {column!r} ({exc})") from None
+
+    def contains(self, column: str, values: pa.Array) -> np.ndarray:
+        """Per value (of the column's key type, no nulls): is it a key of the column's block?"""
+        start, stop = self.layout[column]
+        key_type = self._pf.schema_arrow.field(column).type
+        wanted = In(Reference(column), values).bind(pa.schema([pa.field(column, key_type)]))
+        groups = self._groups(column, range(start, stop), wanted)
+        if not groups:
+            return np.zeros(len(values), dtype=bool)
+        try:
+            keys = self._pf.read_row_groups(groups, columns=[column])[column].combine_chunks()
+        except (pa.ArrowException, OSError) as exc:
+            raise IndexCorruptError(str(self.path), f"unreadable entries of {column!r} ({exc})") from None
+        return pc.is_in(values, value_set=keys.drop_null()).to_numpy(zero_copy_only=False)
 
     def _groups(self, column: str, groups: Sequence[int], keys: Expression) -> list[int]:
         """The row groups whose key range may hold a key ``keys`` selects (statistics)."""

@@ -32,7 +32,7 @@ from index_store.partitions.record_keys import KeyFilters
 from index_store.record_key import RecordKeySpec
 from index_store.tagging.ranges import Numbers, SortedBounds, needs_both_orders, range_pairs
 from index_store.tagging.stats import TAG_STATS_KEY, TagStats
-from index_store.tagging.verify import verify_pairs
+from index_store.tagging.verify import Verified, verify_pairs
 
 __all__ = ["TagContext", "tag_keys", "tag_method"]
 
@@ -63,6 +63,9 @@ class TagContext:
     # Per file: min and max of the first key field and whether they are known, when that field
     # is an integer column (None otherwise): ``RecordKeySpec.leading_integers`` keys use it.
     leading_bounds: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray] | None] | None = None
+    # Confirms (key, file) pairs another way than reading the files' keys (a value index on the
+    # key column); None: read them.
+    verify: Callable[[pa.StringArray, np.ndarray, np.ndarray], Verified] | None = None
 
 
 def tag_method(config: IndexConfig, table: str, using: str) -> tuple[RecordKeySpec, str]:
@@ -223,8 +226,11 @@ def _by_blooms(
     counters["after_bloom"] = int(key_idx.size)
 
     start = time.perf_counter()
-    paths = context.paths.to_pylist() if key_idx.size else []
-    verified = verify_pairs(context.root, paths, keys, key_idx, file_pos, context.spec)
+    if context.verify is not None:
+        verified = context.verify(keys, key_idx, file_pos)
+    else:
+        paths = context.paths.to_pylist() if key_idx.size else []
+        verified = verify_pairs(context.root, paths, keys, key_idx, file_pos, context.spec)
     seconds["verify"] = time.perf_counter() - start
     counters.update(
         files_opened=verified.files_opened,
