@@ -260,6 +260,11 @@ class IndexedTable(SecondaryIndexes):
         for c in bloom_columns:
             if c in loaded.blooms:
                 stats = stats.with_bloom(c, loaded.blooms[c])
+        if with_blooms:
+            # A value index knows each file's distinct values: its blooms answer = and IN too.
+            for column, filters in self._secondary_blooms(loaded, names).items():
+                if column in stats.columns:
+                    stats = stats.with_membership(column, filters)
         key_column = loaded.snap.config.key_column
         if with_blooms and key_column in names and key_column in stats.columns:
             # The files' record key filters (Hudi's footer filters) answer = and IN on the key.

@@ -35,6 +35,7 @@ MANIFEST_SCHEMA = pa.schema(
         pa.field("null_rows", pa.int64(), nullable=False),
         pa.field("pairs", pa.int64(), nullable=False),
         pa.field("max_rows", pa.int64(), nullable=False),
+        pa.field("bloom", pa.binary()),  # of the file's distinct keys (hudi_expr.BloomFilter)
         pa.field("version", pa.int64(), nullable=False),
     ]
 )
@@ -51,9 +52,13 @@ def read_manifest(root: Path, live: tuple[str, ...] | list[str]) -> pa.Table:
     """The live manifest rows (empty when no secondary index was ever built)."""
     if not live:
         return MANIFEST_SCHEMA.empty_table()
-    return pa.concat_tables([read_index_file(root, rel, MANIFEST_SCHEMA) for rel in live]).cast(
-        MANIFEST_SCHEMA
-    )
+    parts = []
+    for rel in live:
+        table = read_index_file(root, rel, MANIFEST_SCHEMA, optional=("bloom",))
+        if "bloom" not in table.column_names:  # written before manifests carried blooms: none
+            table = table.append_column("bloom", pa.nulls(len(table), pa.binary()))
+        parts.append(table.select(MANIFEST_SCHEMA.names).cast(MANIFEST_SCHEMA))
+    return pa.concat_tables(parts)
 
 
 def live_rows(manifest: pa.Table, file_idx: np.ndarray, defined: set[tuple[str, str]]) -> pa.Table:

@@ -11,7 +11,8 @@ import dataclasses
 import os
 import shutil
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,11 +21,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_expr import Expression
+from hudi_expr import BloomFilterSet, Expression, Predicate
 from hudi_expr.stats import leaf_columns
 from index_store.commit import commit, writable
-from index_store.errors import CommitConflictError, IndexDefinitionError, IndexNotBuiltError
+from index_store.errors import (
+    CommitConflictError,
+    IndexCorruptError,
+    IndexDefinitionError,
+    IndexNotBuiltError,
+)
 from index_store.partitions import read_files
+from index_store.partitions.base import positions_of, scatter
 from index_store.partitions.secondary import MANIFEST, files_by_type, live_rows, read_manifest, write_manifest
 from index_store.secondary.build import ComputeIndexFiles, FileTask, build_files
 from index_store.secondary.definitions import IndexDefinition, default_index_name
@@ -376,6 +383,34 @@ class SecondaryIndexes:
         loaded.secondary["manifest"] = rows
         return rows
 
+    def _secondary_blooms(
+        self, loaded: Any, columns: Sequence[str], kind: str = "value"
+    ) -> dict[str, BloomFilterSet]:
+        """Per column of ``columns`` indexed with ``kind``: the bloom filters of each live file's
+        keys (files without a usable index file have none: anything may be there)."""
+        if not loaded.snap.config.secondary_indexes:
+            return {}
+        cache = loaded.secondary.setdefault(("blooms", kind), {})
+        wanted = [c for c in columns if c not in cache]
+        if wanted:
+            usable = self._usable_manifest(loaded)
+            mine = usable.filter(pc.equal(usable["index_type"], kind))
+            for column in wanted:
+                rows = mine.filter(pc.equal(mine["column"], column))
+                if not len(rows):
+                    cache[column] = None
+                    continue
+                serialized = scatter(
+                    rows["bloom"], positions_of(loaded.file_idx, rows["file_idx"].to_numpy())
+                )
+                try:
+                    cache[column] = BloomFilterSet.from_arrow(serialized)
+                except ValueError as exc:
+                    raise IndexCorruptError(
+                        str(self.index_root / MANIFEST), f"bad bloom filter ({exc})"
+                    ) from None
+        return {c: cache[c] for c in columns if cache.get(c) is not None}
+
     # --------------------------------------------------------------------------------- reading
 
     def select(
@@ -412,6 +447,7 @@ class SecondaryIndexes:
             files = rows["index_file"].take(where).to_pylist()
             index_files[p] = [None if ch else f for f, ch in zip(files, changed, strict=True)]
             counts[p] = rows.filter(pc.is_in(rows["file_idx"], value_set=cand_idx))
+        absent = self._absent_keys(loaded, planned, candidates)
         use = _decide(bound, planned, counts, candidate_rows, len(candidates), rules)
         if use.used:
             key_schemas = {
@@ -430,6 +466,7 @@ class SecondaryIndexes:
                 loaded.secondary.setdefault("opened", {}),
                 key_schemas,
                 on_corrupt,
+                absent,
             )
         else:
             rows = [FileRows(None, False)] * len(candidates)
@@ -448,6 +485,23 @@ class SecondaryIndexes:
             ]
             + [cand.partition_values.get(u, {}) for u in unknown],
         )
+
+    def _absent_keys(
+        self, loaded: Any, planned: Mapping[Predicate, Any], candidates: np.ndarray
+    ) -> dict[Predicate, np.ndarray]:
+        """Per leaf looked up by equal keys in an index type whose blooms ``stats`` does not apply
+        (a term index): per candidate, True where the file's bloom proves no key is there."""
+        out = {}
+        for leaf, p in planned.items():
+            keys = p.lookup.keys
+            if p.kind == "value" or keys.op not in ("eq", "in"):
+                continue
+            blooms = self._secondary_blooms(loaded, [p.column], p.kind).get(p.column)
+            if blooms is None:
+                continue
+            values = pa.array([keys.args[1]], pa.string()) if keys.op == "eq" else pa.array(keys.args[1])
+            out[leaf] = ~blooms.take(candidates).might_contain_any(values, type=pa.string())
+        return out
 
     def row_ids(self, expr: Expression) -> dict[str, pa.Array]:
         """RFC-51's ``getRowIdSet``: ``{file: uint64 row positions}`` of the rows that may match
@@ -480,17 +534,22 @@ class SecondaryIndexes:
         needed = list(dict.fromkeys(wanted + [r.split(".")[0] for r in bound.references()]))
         filter_expr = bound.to_pyarrow()
         out_schema = pa.schema([schema.field(c) for c in wanted])
-        parts = []
-        for path, n, rows, values in zip(
-            selection.files, selection.row_counts, selection.rows, selection.partition_values, strict=True
-        ):
-            if not _maybe_rows(rows, n):
-                continue
-            positions = None if rows.mask is None else np.flatnonzero(rows.mask)
-            table = read_file_rows(
-                path, positions, needed, values, schema, None if rows.exact else filter_expr
+        jobs = [
+            (path, rows, values)
+            for path, n, rows, values in zip(
+                selection.files, selection.row_counts, selection.rows, selection.partition_values, strict=True
             )
-            parts.append(table.select(wanted))
+            if _maybe_rows(rows, n)
+        ]
+
+        def one(job: tuple[str, FileRows, dict[str, Any]]) -> pa.Table:
+            path, rows, values = job
+            positions = None if rows.mask is None else np.flatnonzero(rows.mask)
+            residual = None if rows.exact else filter_expr
+            return read_file_rows(path, positions, needed, values, schema, residual).select(wanted)
+
+        # pyarrow releases the GIL while it reads and decodes: a few files at once.
+        parts = [one(j) for j in jobs] if len(jobs) <= 1 else list(_read_pool().map(one, jobs))
         if not parts:
             return out_schema.empty_table()
         return pa.concat_tables(parts).cast(out_schema)
@@ -534,6 +593,18 @@ class SecondaryIndexes:
         )
         # Files every row of which matches (strict statistics) are counted without reading rows.
         return len(self._read_selection(sub, expr, needed))
+
+
+_POOL: list[ThreadPoolExecutor] = []
+
+
+def _read_pool() -> ThreadPoolExecutor:
+    """A thread pool kept for the process: reading a handful of rows must not start threads."""
+    if not _POOL:
+        _POOL.append(
+            ThreadPoolExecutor(max_workers=min(8, 2 * (os.cpu_count() or 2)), thread_name_prefix="hudi-read")
+        )
+    return _POOL[0]
 
 
 def _under_instant(rel: str, version: int) -> str:

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -61,7 +62,7 @@ def index_file_path(task: FileTask, version: int) -> str:
     return f"{task.kind}/{version:020d}/{file_id_of(task.path, task.file_group)}/{uuid.uuid4().hex}.idx"
 
 
-def index_file_bytes_for(table_root: str, task: FileTask) -> tuple[bytes, dict[str, dict[str, int]]]:
+def index_file_bytes_for(table_root: str, task: FileTask) -> tuple[bytes, dict[str, dict[str, Any]]]:
     """The index file of one base file (read its indexed columns, cut (key, row) pairs, sort),
     and its per-column entry counts."""
     kind = index_kind(task.kind)
@@ -83,7 +84,7 @@ def index_file_bytes_for(table_root: str, task: FileTask) -> tuple[bytes, dict[s
     return index_file_bytes(task.kind, info, blocks)
 
 
-Counts = dict[str, dict[str, int]]
+Counts = dict[str, dict[str, Any]]  # per column: entry counts and the keys' bloom filter bytes
 # ``compute(table_root, tasks)`` returns ``index_file_bytes_for(table_root, task)`` of every task,
 # in order, computed wherever it likes (``adapters.spark`` runs one Spark task per base file).
 ComputeIndexFiles = Callable[[str, Sequence[FileTask]], Sequence[tuple[bytes, Counts]]]
@@ -131,7 +132,7 @@ def manifest_rows(
     tasks: Sequence[FileTask],
     rels: Sequence[str],
     version: int,
-    counts: Sequence[Mapping[str, Mapping[str, int]]],
+    counts: Sequence[Mapping[str, Mapping[str, Any]]],
 ) -> pa.Table:
     """Manifest rows (one per task and column) for freshly built files."""
     records = []
@@ -151,6 +152,7 @@ def manifest_rows(
                     "null_rows": c["null_rows"],
                     "pairs": c["pairs"],
                     "max_rows": c["max_rows"],
+                    "bloom": c.get("bloom"),
                     "version": version,
                 }
             )

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudi_expr import Expression, FileStats, In, Reference, might_match
+from hudi_expr import BloomFilter, Expression, FileStats, In, Reference, might_match
 from index_store.errors import IndexCorruptError
 from index_store.secondary.rowsets import encode_bitmap, is_dense, mask_of
 
@@ -33,6 +33,7 @@ __all__ = ["ROW_GROUP_ENTRIES", "FileInfo", "IndexFile", "entries_of", "index_fi
 FORMAT = 1
 META_KEY = b"hudi_index.secondary"
 ROW_GROUP_ENTRIES = 32_768
+BLOOM_FPP = 0.01
 _FIXED = [
     pa.field("count", pa.uint32(), nullable=False),
     pa.field("rows", pa.list_(pa.field("item", pa.uint32(), nullable=False))),
@@ -90,13 +91,14 @@ def entries_of(keys: pa.Array, rows: np.ndarray, row_count: int) -> pa.Table:
 
 def index_file_bytes(
     kind: str, info: FileInfo, blocks: Mapping[str, pa.Table]
-) -> tuple[bytes, dict[str, dict[str, int]]]:
+) -> tuple[bytes, dict[str, dict[str, Any]]]:
     """The content of one index file (``blocks`` maps each indexed column to its entries), and per
-    column its entry counts: distinct keys, rows with a null, (key, row) pairs, most rows of a key."""
+    column its entry counts (distinct keys, rows with a null, (key, row) pairs, most rows of a
+    key) and a bloom filter of its distinct keys (``bloom``, serialized), for the manifest."""
     key_fields = [pa.field(c, block.schema.field("key").type) for c, block in blocks.items()]
     schema = pa.schema(key_fields + _FIXED)
     layout: dict[str, list[int]] = {}
-    counts: dict[str, dict[str, int]] = {}
+    counts: dict[str, dict[str, Any]] = {}
     sink = io.BytesIO()
     next_group = 0
     with pq.ParquetWriter(
@@ -126,6 +128,7 @@ def index_file_bytes(
                 "null_rows": int(count[nulls].sum()),
                 "pairs": int(count[~nulls].sum()),
                 "max_rows": int(count[~nulls].max()) if (~nulls).any() else 0,
+                "bloom": _bloom_of(block["key"].drop_null()),
             }
         writer.add_key_value_metadata(
             {
@@ -138,13 +141,23 @@ def index_file_bytes(
                         "mtime_ns": info.mtime_ns,
                         "row_count": info.row_count,
                         "columns": layout,
-                        "counts": counts,
+                        "counts": {
+                            c: {k: v for k, v in d.items() if k != "bloom"} for c, d in counts.items()
+                        },
                     },
                     sort_keys=True,
                 ).encode()
             }
         )
     return sink.getvalue(), counts
+
+
+def _bloom_of(keys: pa.Array) -> bytes:
+    """A bloom filter of a file's distinct keys: lets a lookup skip index files without the key."""
+    bloom = BloomFilter.for_entries(max(len(keys), 1), BLOOM_FPP)
+    if len(keys):
+        bloom.add_all(keys, type=keys.type)
+    return bloom.to_bytes()
 
 
 class IndexFile:
@@ -165,7 +178,7 @@ class IndexFile:
                 str(meta["base_file"]), int(meta["size"]), meta["mtime_ns"], int(meta["row_count"])
             )
             self.layout = {c: (int(a), int(b)) for c, (a, b) in meta["columns"].items()}
-            self.counts: dict[str, dict[str, int]] = meta.get("counts", {})
+            self.counts: dict[str, dict[str, Any]] = meta.get("counts", {})
         except FileNotFoundError:
             raise IndexCorruptError(str(path), "the index lists it but it does not exist") from None
         except (pa.ArrowException, OSError, ValueError, KeyError, TypeError) as exc:

@@ -104,12 +104,15 @@ def select_rows(
     opened: dict[str, IndexFile],
     key_schemas: Mapping[tuple[str, str], pa.Schema],
     on_corrupt: str = "raise",
+    absent: Mapping[Predicate, np.ndarray] | None = None,
 ) -> list[FileRows]:
     """The selected rows of each candidate (positions into ``row_counts`` and ``index_files``).
 
     ``index_files[(kind, column)][i]`` is the index file of candidate ``i`` (None: none usable).
-    ``opened`` caches opened index files across calls (they are immutable).
+    ``opened`` caches opened index files across calls (they are immutable). ``absent[leaf][i]``
+    True: candidate ``i``'s bloom filter proves the leaf's keys are not in it (no row, no read).
     """
+    absent = absent or {}
     bound_keys = {
         leaf: p.lookup.keys if p.lookup.keys.is_bound else p.lookup.keys.bind(key_schemas[(p.kind, p.column)])
         for leaf, p in planned.items()
@@ -123,6 +126,8 @@ def select_rows(
             rel = index_files[(p.kind, p.column)][i] if p is not None else None
             if p is None or rel is None:
                 return None, False
+            if leaf in absent and absent[leaf][i]:
+                return np.zeros(n, dtype=bool), True
             try:
                 handle = opened.get(rel)
                 if handle is None:
