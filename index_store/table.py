@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_expr import Expression, FileStats, Translation, explain, might_match
+from hudi_expr import Expression, FileStats, Translation, all_match, explain, might_match
 from hudi_expr.explain import Explanation
 from hudi_expr.inclusive import prepare
 from hudi_expr.stats import leaf_columns
@@ -202,6 +202,7 @@ class Candidates:
     unknown: list[str]  # table-relative
     total: int  # data files on disk
     partition_values: dict[str, dict[str, Any]]  # table-relative path -> its partition values
+    whole: np.ndarray  # per live file: statistics prove every row matches (strict evaluation)
 
 
 class IndexedTable(SecondaryIndexes):
@@ -361,6 +362,7 @@ class IndexedTable(SecondaryIndexes):
             unknown,
             len(on_disk),
             {f.path: f.partition_values for f in listing if f.partition_values},
+            all_match(bound, stats).to_numpy(zero_copy_only=False) & ~changed,
         )
 
     def tag(

@@ -470,6 +470,8 @@ class SecondaryIndexes:
             )
         else:
             rows = [FileRows(None, False)] * len(candidates)
+        # Files whose statistics prove every row matches: all rows, exactly (counted unread).
+        rows = [FileRows(None, True) if w else r for r, w in zip(rows, cand.whole[candidates], strict=True)]
         paths = self._abs_all(loaded.paths.take(pa.array(candidates)).to_pylist()) if len(candidates) else []
         # Files on disk the index does not know: every row is a candidate.
         unknown = cand.unknown
@@ -555,14 +557,14 @@ class SecondaryIndexes:
         return pa.concat_tables(parts).cast(out_schema)
 
     def count(self, expr: Expression) -> int:
-        """Rows where ``expr`` is TRUE: from the index alone for files whose selection is exact (or
-        whose statistics say every row matches), reading only the other candidates."""
+        """Rows where ``expr`` is TRUE: from the index alone for files whose selection is exact (and
+        from row counts where statistics prove every row matches), reading only the others."""
         selection = self.select(expr)
         total = 0
         rest = []
         for i, rows in enumerate(selection.rows):
-            if rows.exact and rows.mask is not None:
-                total += int(rows.mask.sum())
+            if rows.exact:
+                total += selection.row_counts[i] if rows.mask is None else int(rows.mask.sum())
             else:
                 rest.append(i)
         if rest:
@@ -572,7 +574,9 @@ class SecondaryIndexes:
     def exists(self, expr: Expression) -> bool:
         """Is there a row where ``expr`` is TRUE? From the index alone when an exact selection has one."""
         selection = self.select(expr)
-        if any(r.exact and r.mask is not None and len(r.mask) and r.mask.any() for r in selection.rows):
+        if any(
+            r.exact and _maybe_rows(r, n) for r, n in zip(selection.rows, selection.row_counts, strict=True)
+        ):
             return True
         rest = [
             i for i, r in enumerate(selection.rows) if not r.exact and _maybe_rows(r, selection.row_counts[i])
@@ -591,7 +595,6 @@ class SecondaryIndexes:
             selection.total_files,
             [selection.partition_values[i] for i in which],
         )
-        # Files every row of which matches (strict statistics) are counted without reading rows.
         return len(self._read_selection(sub, expr, needed))
 
 
