@@ -21,8 +21,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from adapters.cli_index import add_index_commands
 from adapters.cli_keys import CHECK_SHOWN, cmd_check, cmd_tag, has_keys, key_lines, key_summary, key_text
-from adapters.cli_support import files_text, open_from_args, print_json, require_built
+from adapters.cli_support import add_table_arguments, files_text, open_from_args, print_json, require_built
 from hudi_expr import AlwaysTrue, HudiExprError, Reference, Translation, from_json
 from hudi_expr.bloom import BloomFilterFormatError
 from hudi_expr.printer import format_literal, quote_column
@@ -46,6 +47,9 @@ examples:
   hudi-index build warehouse/events --record-key user_id,event_id --record-index
   hudi-index tag warehouse/events --keys batch.parquet --out tagged.parquet
   hudi-index check warehouse/events               # record keys held by two files
+  hudi-index index create warehouse/orders --columns city --type term
+  hudi-index index build warehouse/orders          # after each change of the table
+  hudi-index sql "SHOW INDEXES ON 'warehouse/orders'"
 
 --where takes SQL (parsed by DuckDB) or the JSON form of an expression; --where @FILE reads it
 from a file and --where - from standard input, for predicates too long for a command line.
@@ -475,17 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add(name: str, help: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".")
-        p.add_argument(
-            "table",
-            metavar="TABLE",
-            help="the table's folder: plain parquet files, or a Hudi copy-on-write table",
-        )
-        p.add_argument(
-            "--index-path",
-            metavar="DIR",
-            help="keep the index in DIR, e.g. for a table you cannot write to "
-            "(default: TABLE/.hoodie/.index)",
-        )
+        add_table_arguments(p)
         return p
 
     def where(p: argparse.ArgumentParser, required: bool) -> None:
@@ -640,6 +634,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep files younger than this, for readers still on an older version (default: %(default)s)",
     )
     p.set_defaults(run=_cmd_clean)
+
+    add_index_commands(sub)
     return parser
 
 

@@ -8,7 +8,14 @@ import sys
 
 from index_store import IndexedTable, IndexNotBuiltError, open_table
 
-__all__ = ["count_text", "files_text", "open_from_args", "print_json", "require_built"]
+__all__ = [
+    "add_table_arguments",
+    "count_text",
+    "files_text",
+    "open_from_args",
+    "print_json",
+    "require_built",
+]
 
 
 def print_json(value: object) -> None:
@@ -22,6 +29,20 @@ def files_text(n: int) -> str:
 
 def count_text(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def add_table_arguments(parser: argparse.ArgumentParser) -> None:
+    """TABLE and ``--index-path DIR``, which every command on one table takes."""
+    parser.add_argument(
+        "table",
+        metavar="TABLE",
+        help="the table's folder: plain parquet files, or a Hudi copy-on-write table",
+    )
+    parser.add_argument(
+        "--index-path",
+        metavar="DIR",
+        help="keep the index in DIR, e.g. for a table you cannot write to (default: TABLE/.hoodie/.index)",
+    )
 
 
 def open_from_args(args: argparse.Namespace) -> IndexedTable:
