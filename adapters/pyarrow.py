@@ -45,6 +45,7 @@ from hudi_expr import (
     And,
     BindError,
     BoundReference,
+    Contains,
     EqualTo,
     Expression,
     GreaterThan,
@@ -56,6 +57,7 @@ from hudi_expr import (
     IsNull,
     LessThan,
     LessThanOrEqual,
+    NotContains,
     NotEqualTo,
     NotIn,
     NotStartsWith,
@@ -88,8 +90,9 @@ def from_pyarrow(expr: pc.Expression, schema: pa.Schema | None = None) -> Transl
     Supported: ``equal``/``not_equal``/``less``/``less_equal``/``greater``/``greater_equal``
     between a field and a literal (either side), ``and``/``or``/``and_not`` (Kleene or not),
     ``invert``, ``is_in`` (every null matching behavior), ``is_null`` (``nan_is_null`` too),
-    ``is_valid``, ``is_nan``, ``starts_with`` (case-sensitive), ``if_else`` of translatable parts,
-    boolean literals, bare boolean fields and nested fields (``pc.field("s", "x")`` is ``s.x``).
+    ``is_valid``, ``is_nan``, ``starts_with`` and ``match_substring`` (case-sensitive), ``if_else``
+    of translatable parts, boolean literals, bare boolean fields and nested fields
+    (``pc.field("s", "x")`` is ``s.x``).
     Anything else is TRUE and reported in ``not_used``.
 
     ``schema`` is optional: with it, a leaf that cannot be bound to the schema (unknown column,
@@ -312,7 +315,11 @@ class _Translator:
         if not node.args:
             return None
         target = node.args[0]
-        if name_of_call == "starts_with" and isinstance(target, _Call) and target.name == "cast":
+        if (
+            name_of_call in ("starts_with", "match_substring")
+            and isinstance(target, _Call)
+            and target.name == "cast"
+        ):
             target = self._text_cast(target)
         if not isinstance(target, _Field):
             return None
@@ -335,6 +342,11 @@ class _Translator:
             if not isinstance(pattern, (str, bytes)):
                 return None
             return self._checked(StartsWith(name, pattern), NotStartsWith(name, pattern))
+        if name_of_call == "match_substring" and len(node.args) == 1 and opts is not None:
+            pattern = _option(opts, "pattern")
+            if _option(opts, "ignore_case") or not isinstance(pattern, str):
+                return None
+            return self._checked(Contains(name, pattern), NotContains(name, pattern))
         if name_of_call == "is_in" and len(node.args) == 1 and opts is not None:
             return self._is_in(name, opts)
         return None
@@ -461,9 +473,9 @@ class _Translator:
         return None
 
     def _text_cast(self, node: _Call) -> _Node:
-        """``cast(field)`` under ``starts_with``, as written by ``to_pyarrow`` for dictionaries.
+        """``cast(field)`` under ``starts_with`` or ``match_substring``, as written by ``to_pyarrow``.
 
-        Its target type is not serialized; but ``starts_with`` needs a string or binary input and
+        Its target type is not serialized; but those need a string or binary input and
         a cast between those keeps the bytes, so with a schema showing a text column it is a no-op.
         """
         if len(node.args) == 1 and isinstance(node.args[0], _Field) and self.schema is not None:

@@ -13,7 +13,7 @@ decided here, once, for all engines:
 - A comparison with NULL is never TRUE, negated or not: FALSE in both polarities. ``x IN (..,
   NULL)`` is ``x IN (..)``, and ``x NOT IN (.., NULL)`` is never TRUE.
 - ``IS [NOT] DISTINCT FROM`` is never NULL: its negation is the other one.
-- ``LIKE`` is an equality or a prefix test only when its escape rules make it one.
+- ``LIKE`` is an equality, a prefix or a substring test only when its escape rules make it one.
 
 The walk keeps its own stack: a 10,000-term AND chain or a 10,000-deep NOT never reaches Python's
 recursion limit. No engine is imported here.
@@ -30,6 +30,8 @@ from hudi_expr import (
     AlwaysFalse,
     AlwaysTrue,
     And,
+    Contains,
+    ContainsTerm,
     EqualTo,
     Expression,
     GreaterThan,
@@ -46,6 +48,7 @@ from hudi_expr import (
     StartsWith,
 )
 from hudi_expr.expressions import LiteralPredicate
+from hudi_expr.terms import normalize_term
 from hudi_expr.translation import Translation
 
 __all__ = [
@@ -66,6 +69,8 @@ __all__ = [
     "NullTest",
     "PrefixTest",
     "Shape",
+    "SubstringTest",
+    "TermTest",
     "Untranslatable",
     "like",
     "translate",
@@ -196,6 +201,22 @@ class PrefixTest(Generic[N]):
 
 
 @dataclass(slots=True)
+class SubstringTest(Generic[N]):
+    """``contains(operand, substring)``."""
+
+    operand: N
+    substring: N
+
+
+@dataclass(slots=True)
+class TermTest(Generic[N]):
+    """``contains_term(operand, word)`` (see ``hudi_expr.terms``)."""
+
+    operand: N
+    word: N
+
+
+@dataclass(slots=True)
 class LikeTest(Generic[N]):
     """``operand LIKE pattern`` (``NOT LIKE`` when ``negated``); ``escape`` is the engine's escape
     character for this LIKE (None: the pattern has none)."""
@@ -231,6 +252,8 @@ Shape = (
     | NullTest[N]
     | NanTest[N]
     | PrefixTest[N]
+    | SubstringTest[N]
+    | TermTest[N]
     | LikeTest[N]
     | Constant[N]
     | BooleanColumn[N]
@@ -331,6 +354,21 @@ def _leaf(nodes: NodeAccessors[N], shape: Shape[N], neg: bool) -> Expression:
         if not isinstance(prefix, str) or column.float_as_double:
             raise Untranslatable
         leaf = StartsWith(column.ref, prefix)
+    elif isinstance(shape, (SubstringTest, TermTest)):
+        column = nodes.column(shape.operand)
+        text = nodes.literal(shape.substring if isinstance(shape, SubstringTest) else shape.word)
+        if text is NULL:
+            return AlwaysFalse()
+        if not isinstance(text, str) or column.float_as_double:
+            raise Untranslatable
+        if isinstance(shape, SubstringTest):
+            leaf = Contains(column.ref, text)
+        else:
+            try:
+                normalize_term(text)
+            except ValueError:
+                raise Untranslatable from None  # not one word: the engine reports the error
+            leaf = ContainsTerm(column.ref, text)
     elif isinstance(shape, LikeTest):
         column = nodes.column(shape.operand)
         pattern = nodes.literal(shape.pattern)
@@ -416,25 +454,43 @@ def _compare(op: type[LiteralPredicate], column: Column, value: Any) -> Expressi
 
 
 def like(ref: Reference, pattern: str, escape: str | None = None) -> Expression:
-    """``ref LIKE pattern`` as an equality or a prefix test; raises ``Untranslatable`` otherwise.
+    """``ref LIKE pattern`` as an equality, a prefix or a substring test (``'%text%'``); raises
+    ``Untranslatable`` otherwise.
 
-    ``_`` anywhere, or ``%`` before the end, makes no prefix; an escaped character is itself
+    ``_`` anywhere, or ``%`` inside the text, makes none of those; an escaped character is itself
     (``escape`` None: the pattern has no escape character). A trailing escape is untranslatable
     (an error at run time).
     """
-    text: list[str] = []
-    chars = iter(pattern)
-    for ch in chars:
+    chars: list[str] = []
+    wild: list[bool] = []  # per character of ``chars``: an unescaped %
+    it = iter(pattern)
+    for ch in it:
         if ch == escape:
-            nxt = next(chars, None)
+            nxt = next(it, None)
             if nxt is None:
                 raise Untranslatable
-            text.append(nxt)
-        elif ch == "_" or (ch == "%" and any(c != "%" for c in chars)):
-            raise Untranslatable  # a wildcard before the end
-        elif ch == "%":
-            prefix = "".join(text)
-            return StartsWith(ref, prefix) if prefix else IsNotNull(ref)
+            chars.append(nxt)
+            wild.append(False)
+        elif ch == "_":
+            raise Untranslatable
         else:
-            text.append(ch)
-    return EqualTo(ref, "".join(text))
+            chars.append(ch)
+            wild.append(ch == "%")
+    start, end = 0, len(chars)
+    while start < end and wild[start]:
+        start += 1
+    while end > start and wild[end - 1]:
+        end -= 1
+    if any(wild[start:end]):
+        raise Untranslatable  # a wildcard inside the text
+    text = "".join(chars[start:end])
+    leading, trailing = start > 0, end < len(chars)
+    if not leading and not trailing:
+        return EqualTo(ref, text)
+    if not text:
+        return IsNotNull(ref)  # '%' matches every non-null string
+    if not leading:
+        return StartsWith(ref, text)
+    if not trailing:
+        raise Untranslatable  # a suffix test
+    return Contains(ref, text)

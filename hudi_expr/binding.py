@@ -23,6 +23,8 @@ from hudi_expr.expressions import (
     AlwaysFalse,
     And,
     BoundReference,
+    Contains,
+    ContainsTerm,
     EqualTo,
     Expression,
     GreaterThan,
@@ -36,6 +38,8 @@ from hudi_expr.expressions import (
     LessThanOrEqual,
     LiteralPredicate,
     Not,
+    NotContains,
+    NotContainsTerm,
     NotEqualTo,
     NotIn,
     NotStartsWith,
@@ -46,6 +50,7 @@ from hudi_expr.expressions import (
     StartsWith,
     UnaryPredicate,
 )
+from hudi_expr.terms import normalize_term
 from hudi_expr.types import (
     Coerced,
     coerce_literal,
@@ -202,6 +207,8 @@ def _bind_predicate(leaf: Predicate, ref: BoundReference) -> Expression:
     t = ref.type
     if isinstance(leaf, UnaryPredicate):
         return _bind_unary(leaf, ref)
+    if isinstance(leaf, (Contains, NotContains, ContainsTerm, NotContainsTerm)):
+        return _bind_text_search(leaf, ref)
     if not is_comparable_type(t):
         raise BindError(f"cannot use {leaf.op} on column {ref.name!r} of type {t}: values are not comparable")
     if isinstance(leaf, (StartsWith, NotStartsWith)):
@@ -289,6 +296,32 @@ def _bind_prefix(leaf: Predicate, ref: BoundReference) -> Expression:
         # Every non-null value starts with the empty prefix.
         return IsNotNull(ref) if isinstance(leaf, StartsWith) else _ALWAYS_FALSE
     return type(leaf)(ref, pa.scalar(prefix, scalar_type))
+
+
+def _bind_text_search(leaf: LiteralPredicate, ref: BoundReference) -> Expression:
+    """contains and contains_term: a string column, and text (a word: one term, lower-cased)."""
+    t = ref.type
+    if not is_string_like(t):
+        raise BindError(f"{leaf.op} needs a string column; {ref.name!r} has type {t}")
+    text: Any = leaf.literal
+    if isinstance(text, pa.Scalar) and (is_string_like(text.type) or is_binary_like(text.type)):
+        text = text.as_py()
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BindError(f"{leaf.op} text {text!r} for column {ref.name!r} is not UTF-8") from None
+    if not isinstance(text, str):
+        raise BindError(f"{leaf.op} on column {ref.name!r} needs text, got {text!r}")
+    if isinstance(leaf, (ContainsTerm, NotContainsTerm)):
+        try:
+            text = normalize_term(text)
+        except ValueError as exc:
+            raise BindError(f"{exc} (column {ref.name!r})") from None
+    elif not text:
+        # Every non-null string contains the empty string.
+        return IsNotNull(ref) if isinstance(leaf, Contains) else _ALWAYS_FALSE
+    return type(leaf)(ref, pa.scalar(text, pa.string()))
 
 
 def _bind_set(leaf: SetPredicate, ref: BoundReference) -> Expression:

@@ -25,6 +25,8 @@ __all__ = [
     "And",
     "BoundReference",
     "Column",
+    "Contains",
+    "ContainsTerm",
     "EqualTo",
     "Expression",
     "GreaterThan",
@@ -38,6 +40,8 @@ __all__ = [
     "LessThanOrEqual",
     "LiteralPredicate",
     "Not",
+    "NotContains",
+    "NotContainsTerm",
     "NotEqualTo",
     "NotIn",
     "NotStartsWith",
@@ -48,6 +52,7 @@ __all__ = [
     "StartsWith",
     "UnaryPredicate",
     "col",
+    "contains_term",
 ]
 
 # Python values accepted as unbound literals; a bound literal is a non-null ``pa.Scalar``.
@@ -757,6 +762,55 @@ class NotStartsWith(
     __slots__ = ()
 
 
+class Contains(
+    LiteralPredicate,
+    op="contains",
+    visitor="visit_contains",
+    negation="NotContains",
+    sql="contains({column}, {value})",
+):
+    """``contains(a, s)``, i.e. ``a LIKE '%s%'``: the string holds ``s`` (case-sensitive); strings only."""
+
+    __slots__ = ()
+
+
+class NotContains(
+    LiteralPredicate,
+    op="not_contains",
+    visitor="visit_not_contains",
+    negation="Contains",
+    sql="NOT contains({column}, {value})",
+):
+    """``NOT contains(a, s)``."""
+
+    __slots__ = ()
+
+
+class ContainsTerm(
+    LiteralPredicate,
+    op="contains_term",
+    visitor="visit_contains_term",
+    negation="NotContainsTerm",
+    sql="contains_term({column}, {value})",
+):
+    """``contains_term(a, word)``: the lower-cased string has ``word`` (lower-cased) among its word
+    terms, as ``hudi_expr.terms`` tokenizes it; strings only. Binding checks ``word`` is one term."""
+
+    __slots__ = ()
+
+
+class NotContainsTerm(
+    LiteralPredicate,
+    op="not_contains_term",
+    visitor="visit_not_contains_term",
+    negation="ContainsTerm",
+    sql="NOT contains_term({column}, {value})",
+):
+    """``NOT contains_term(a, word)``."""
+
+    __slots__ = ()
+
+
 class SetPredicate(Predicate):
     """``a [NOT] IN (v1, v2, ...)``; ``values`` is a tuple (unbound) or a ``pa.Array`` (bound).
 
@@ -983,7 +1037,26 @@ class Column:
     def not_starts_with(self, prefix: str | bytes) -> Expression:
         return NotStartsWith(self.ref, prefix)
 
+    def contains(self, substring: str) -> Expression:
+        """``contains(a, substring)``, i.e. ``a LIKE '%substring%'`` (case-sensitive)."""
+        return Contains(self.ref, substring)
+
+    def not_contains(self, substring: str) -> Expression:
+        return NotContains(self.ref, substring)
+
+    def contains_term(self, word: str) -> Expression:
+        """The lower-cased text has the word ``word`` among its terms (see ``hudi_expr.terms``)."""
+        return ContainsTerm(self.ref, word)
+
+    def not_contains_term(self, word: str) -> Expression:
+        return NotContainsTerm(self.ref, word)
+
 
 def col(name: str) -> Column:
     """A column by name or dotted struct path, for building predicates with Python operators."""
     return Column(name)
+
+
+def contains_term(column_name: str, word: str) -> Expression:
+    """``contains_term(column, word)``: ``col(column_name).contains_term(word)``."""
+    return ContainsTerm(Reference(column_name), word)

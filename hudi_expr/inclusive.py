@@ -27,6 +27,7 @@ from hudi_expr.statsview import (
     any_of,
     prefix_bytes,
     prefix_successor,
+    search_text,
 )
 from hudi_expr.visitors import rewrite_not, visit
 
@@ -144,6 +145,24 @@ class InclusiveEvaluator(StatsEvaluator):
             pc.starts_with(self.col.min_bytes, pattern=p), pc.starts_with(self.col.max_bytes, pattern=p)
         )
         return all_of(self.col.has_values, pc.invert(both))
+
+    # ------------------------------------------------------------------------------- text search
+    # Bounds say next to nothing about substrings or words, so only the NULL counts are used: a
+    # file whose every row is NULL has no TRUE row, in either polarity.
+
+    def visit_contains(self, term: Any, substring: Any) -> pa.Array:
+        return self.col.has_values  # contains(a, '') is a IS NOT NULL
+
+    def visit_not_contains(self, term: Any, substring: Any) -> pa.Array:
+        if not search_text(substring):  # every string contains '' (binding folds this away)
+            return pa.array(np.zeros(self.n, dtype=bool))
+        return self.col.has_values
+
+    def visit_contains_term(self, term: Any, word: Any) -> pa.Array:
+        return self.col.has_values
+
+    def visit_not_contains_term(self, term: Any, word: Any) -> pa.Array:
+        return self.col.has_values
 
     # ---------------------------------------------------------------------------------- helpers
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_expr.expressions import And, BoundReference, Expression, Not, Or, Reference
+from hudi_expr.terms import normalize_term, term_regex
 from hudi_expr.types import is_float_type
 from hudi_expr.visitors import PredicateVisitor, rewrite_not, visit
 
@@ -151,6 +152,18 @@ class _RowFilter(PredicateVisitor[pc.Expression]):
     def visit_not_starts_with(self, term: Any, prefix: Any) -> pc.Expression:
         return ~pc.starts_with(_text(term), pattern=_prefix(prefix))
 
+    def visit_contains(self, term: Any, substring: Any) -> pc.Expression:
+        return pc.match_substring(_text(term), pattern=_prefix(substring))
+
+    def visit_not_contains(self, term: Any, substring: Any) -> pc.Expression:
+        return ~pc.match_substring(_text(term), pattern=_prefix(substring))
+
+    def visit_contains_term(self, term: Any, word: Any) -> pc.Expression:
+        return _has_term(term, word)
+
+    def visit_not_contains_term(self, term: Any, word: Any) -> pc.Expression:
+        return ~_has_term(term, word)
+
     def _or_nan(self, term: Any, test: pc.Expression) -> pc.Expression:
         # NaN sorts above every number, so it is > and >= any non-NaN literal.
         return test | pc.is_nan(_field(term)) if _is_float(term) else test
@@ -163,12 +176,24 @@ def _values(values: Any) -> Any:
 
 
 def _text(term: Any) -> pc.Expression:
-    # starts_with has no dictionary or fixed-size binary kernel: a bound term knows the value
-    # type to decode to, and fixed-size bytes compare as the same bytes of variable length.
+    # The string kernels take no dictionary, view or fixed-size binary: a bound term knows the
+    # value type to decode to, and the other types hold the same bytes.
     if not isinstance(term, BoundReference):
         return _field(term)
-    target = pa.binary() if pa.types.is_fixed_size_binary(term.type) else term.type
-    return _field(term).cast(target)
+    t = term.type
+    if pa.types.is_fixed_size_binary(t):
+        t = pa.binary()
+    elif pa.types.is_string_view(t):
+        t = pa.large_string()
+    elif pa.types.is_binary_view(t):
+        t = pa.large_binary()
+    return _field(term).cast(t)
+
+
+def _has_term(term: Any, word: Any) -> pc.Expression:
+    """The lower-cased text has the term ``word`` (NULL for NULL), as ``hudi_expr.terms`` defines."""
+    pattern = term_regex(normalize_term(word.as_py() if isinstance(word, pa.Scalar) else word))
+    return pc.match_substring_regex(pc.utf8_lower(_text(term)), pattern=pattern)
 
 
 def _prefix(prefix: Any) -> str | bytes:

@@ -9,6 +9,7 @@ out still does even when another is unknown; the evaluator turns what stays unkn
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +28,7 @@ __all__ = [
     "any_of",
     "prefix_bytes",
     "prefix_successor",
+    "search_text",
     "to_mask",
 ]
 
@@ -226,3 +228,8 @@ def prefix_successor(p: bytes) -> bytes | None:
     if not stripped:
         return None
     return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+def search_text(literal: Any) -> str:
+    """The text of a contains or contains_term literal (a string scalar once bound)."""
+    return str(literal.as_py() if isinstance(literal, pa.Scalar) else literal)

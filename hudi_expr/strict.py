@@ -10,13 +10,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_expr.expressions import Expression
 from hudi_expr.inclusive import prepare, some_value_within
 from hudi_expr.stats import FileStats
-from hudi_expr.statsview import StatsEvaluator, StatsView, all_of, any_of, prefix_bytes, prefix_successor
+from hudi_expr.statsview import (
+    StatsEvaluator,
+    StatsView,
+    all_of,
+    any_of,
+    prefix_bytes,
+    prefix_successor,
+    search_text,
+)
 from hudi_expr.visitors import visit
 
 __all__ = ["StrictEvaluator", "all_match"]
@@ -104,3 +113,20 @@ class StrictEvaluator(StatsEvaluator):
             return all_of(self.col.no_nulls, below)
         above = pc.greater_equal(self.col.min_bytes, pa.scalar(succ, self.col.min_bytes.type))
         return all_of(self.col.no_nulls, any_of(below, above))
+
+    # Whether a string holds a substring or a word is not in the statistics: only the empty
+    # substring is known to be in every non-null string (binding folds it to IS NOT NULL).
+
+    def visit_contains(self, term: Any, substring: Any) -> pa.Array:
+        if not search_text(substring):
+            return self.col.no_nulls
+        return pa.array(np.zeros(self.n, dtype=bool))
+
+    def visit_not_contains(self, term: Any, substring: Any) -> pa.Array:
+        return pa.array(np.zeros(self.n, dtype=bool))
+
+    def visit_contains_term(self, term: Any, word: Any) -> pa.Array:
+        return pa.array(np.zeros(self.n, dtype=bool))
+
+    def visit_not_contains_term(self, term: Any, word: Any) -> pa.Array:
+        return pa.array(np.zeros(self.n, dtype=bool))

@@ -7,6 +7,8 @@ from functools import cache
 import duckdb
 import pyarrow as pa
 
+from adapters.duckdb import register_macros
+
 __all__ = ["connection", "evaluate", "rows_where"]
 
 Truth = list[bool | None]
@@ -14,9 +16,10 @@ Truth = list[bool | None]
 
 @cache
 def connection() -> duckdb.DuckDBPyConnection:
-    """One in-memory DuckDB for the whole run, session time zone UTC."""
+    """One in-memory DuckDB for the whole run, session time zone UTC, with ``contains_term``."""
     con = duckdb.connect()
     con.execute("SET TimeZone='UTC'")
+    register_macros(con)
     return con
 
 

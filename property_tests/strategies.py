@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 import hudi_expr as hx
 from hudi_expr import col
 from hudi_expr.printer import format_literal
+from hudi_expr.terms import normalize_term, tokenize
 
 __all__ = ["Case", "Leaf", "cases", "expressions", "leaf_predicates"]
 
@@ -751,6 +752,40 @@ def prefixes(case: Case, leaf: Leaf) -> st.SearchStrategy[Any]:
     return source.flatmap(cut)
 
 
+def substrings(case: Case, leaf: Leaf) -> st.SearchStrategy[str]:
+    """Substrings for contains: slices of data values (or one with a quote added), random, empty."""
+    pool = case.pool(leaf.path)
+    fresh = values_for(leaf.type)
+    source = st.one_of(st.sampled_from(pool), fresh) if pool else fresh
+
+    def cut(v: str) -> st.SearchStrategy[str]:
+        ends = st.tuples(st.integers(0, len(v)), st.integers(0, len(v) + 1))
+        return ends.map(lambda ij: v[ij[0] : ij[1]] if ij[1] <= len(v) else v[ij[0] :] + "'")
+
+    return source.flatmap(cut)
+
+
+def words(case: Case, leaf: Leaf) -> st.SearchStrategy[str]:
+    """Words for contains_term: terms of the data or a few others, in any case that stays one term."""
+    pool = case.pool(leaf.path)
+    found = tokenize(pa.array(pool, pa.string()))[0].to_pylist() if pool else []
+    terms = [*sorted(set(found)), "a", "zz", "é9"]
+
+    def spellings(term: str) -> st.SearchStrategy[str]:
+        forms = [term, term.upper(), term.capitalize()]
+        return st.sampled_from([w for w in forms if _one_term(w)])
+
+    return st.sampled_from(terms).flatmap(spellings)
+
+
+def _one_term(word: str) -> bool:
+    try:
+        normalize_term(word)
+    except ValueError:
+        return False  # 'ΐ'.upper() holds a combining accent, which is no letter
+    return True
+
+
 # ---------------------------------------------------------------------------------- expressions
 
 
@@ -784,6 +819,8 @@ def leaf_predicates(draw: st.DrawFn, case: Case) -> hx.Expression:
         kinds += ["is_nan", "is_not_nan"]  # DuckDB's isnan takes numbers only
     if leaf.kind in ("string", "binary"):
         kinds += ["starts_with", "not_starts_with", "starts_with"]
+    if leaf.kind == "string":
+        kinds += ["contains", "not_contains", "contains_term", "not_contains_term"]
     kind = draw(st.sampled_from(kinds))
     if kind in ("is_null", "is_not_null", "is_nan", "is_not_nan"):
         builder = {"is_null": c.is_null, "is_not_null": c.is_not_null, "is_nan": c.is_nan}
@@ -791,6 +828,12 @@ def leaf_predicates(draw: st.DrawFn, case: Case) -> hx.Expression:
     if kind in ("starts_with", "not_starts_with"):
         p = draw(prefixes(case, leaf))
         return c.starts_with(p) if kind == "starts_with" else c.not_starts_with(p)
+    if kind in ("contains", "not_contains"):
+        text = draw(substrings(case, leaf))
+        return c.contains(text) if kind == "contains" else c.not_contains(text)
+    if kind in ("contains_term", "not_contains_term"):
+        word = draw(words(case, leaf))
+        return c.contains_term(word) if kind == "contains_term" else c.not_contains_term(word)
     if kind in ("in", "not_in"):
         values = in_list(leaf.type, draw(st.lists(literals(case, leaf), min_size=0, max_size=5)))
         return c.isin(values) if kind == "in" else c.notin(values)

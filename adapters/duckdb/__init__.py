@@ -1,5 +1,7 @@
-"""DuckDB adapter: SQL predicates and DuckDB expressions as ``hudi_expr``, and pruned SQL queries."""
+"""DuckDB adapter: SQL predicates and DuckDB expressions as ``hudi_expr``, pruned SQL queries, and
+macros for the ``hudi_expr`` functions DuckDB lacks (``register_macros``)."""
 
+from adapters.duckdb.macros import register_macros
 from adapters.duckdb.parse import (
     DUCKDB_MAJOR,
     SqlParseError,
@@ -31,6 +33,7 @@ __all__ = [
     "parse_predicate",
     "plan",
     "register",
+    "register_macros",
     "registered",
     "sql",
     "translate_expression",

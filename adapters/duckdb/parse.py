@@ -6,7 +6,7 @@ accessors (``Walker``). Only the JSON format of DuckDB major version ``DUCKDB_MA
 another major version refuses to import rather than guess.
 
 Soundness is the walker's (see ``adapters.walker``): a subtree that cannot be translated (a function
-of a column, arithmetic, a subquery, a non-prefix LIKE, a column compared with a column, ...) becomes
+of a column, arithmetic, a subquery, a suffix LIKE, a column compared with a column, ...) becomes
 TRUE ("may match") and its SQL text is reported in ``Translation.not_used``; NOT is pushed down
 exactly, so an untranslatable subtree under NOT is TRUE as well (never FALSE); a comparison with a
 NULL constant is FALSE in both polarities. DuckDB's LIKE has no escape character unless ESCAPE is
@@ -337,7 +337,8 @@ class Walker:
 
 
 def _function(node: Node) -> walker.Shape[Node] | None:
-    """isnan, starts_with (prefix) and LIKE (``~~``, NOT LIKE ``!~~``: no escape in DuckDB)."""
+    """isnan, starts_with (prefix), contains, contains_term (``register_macros`` defines it) and LIKE
+    (``~~``, NOT LIKE ``!~~``: no escape in DuckDB)."""
     if node.get("schema") or node.get("catalog") or node.get("filter") or node.get("distinct"):
         return None
     if any(arg.get("name") for arg in node.get("arguments", [])):
@@ -348,6 +349,10 @@ def _function(node: Node) -> walker.Shape[Node] | None:
         return walker.NanTest(args[0])
     if name in ("starts_with", "prefix") and len(args) == 2:
         return walker.PrefixTest(args[0], args[1])
+    if name == "contains" and len(args) == 2:
+        return walker.SubstringTest(args[0], args[1])
+    if name == "contains_term" and len(args) == 2:
+        return walker.TermTest(args[0], args[1])
     if name in ("~~", "!~~") and len(args) == 2:
         return walker.LikeTest(args[0], args[1], escape=None, negated=name == "!~~")
     return None

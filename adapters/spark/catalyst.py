@@ -237,6 +237,8 @@ class _Nodes:
             return walker.NanTest(node.child())
         if kind == "StartsWith":
             return walker.PrefixTest(node.left(), node.right())
+        if kind == "Contains":  # contains(s, 'x'), and LIKE '%x%' as the optimizer rewrites it
+            return walker.SubstringTest(node.left(), node.right())
         if kind == "Like":
             return walker.LikeTest(node.left(), node.right(), escape=str(node.escapeChar()))
         if kind == "Literal":

@@ -222,6 +222,8 @@ def _translate(f: sds.Filter, schema: StructType) -> Expression | None:
         return None if equal is None else hx.And(equal, hx.IsNotNull(name))
     if isinstance(f, sds.StringStartsWith):
         return hx.StartsWith(name, f.value)
+    if isinstance(f, sds.StringContains):
+        return hx.Contains(name, f.value)
     if isinstance(f, sds.In):
         # A NULL in the list matches no row: without it the filter is TRUE on the same rows and
         # FALSE on more (not NULL), so even under NOT the translation keeps every file it must.
@@ -245,7 +247,7 @@ def _comparison(f: sds.Filter, name: str, spark_type: DataType) -> Expression | 
     kind = _COMPARISONS.get(type(f))
     value = _literal(getattr(f, "value", None), spark_type)
     if kind is None or value is None:
-        return None  # StringEndsWith, StringContains, unknown filters: no pruning rule
+        return None  # StringEndsWith, unknown filters: no pruning rule
     # Spark orders NaN above every number and finds NaN = NaN: a NaN row satisfies a > v and
     # a >= v for every v, and a = NaN is isnan(a).
     upward = kind in (hx.GreaterThan, hx.GreaterThanOrEqual)

@@ -15,6 +15,7 @@ from adapters.duckdb import (
     SqlParseError,
     parse_expression,
     parse_predicate,
+    register_macros,
     translate_expression,
     translate_sql,
 )
@@ -52,6 +53,16 @@ UTC = dt.UTC
         ("starts_with(s, 'x')", col("s").starts_with("x")),
         ("prefix(s, 'x')", col("s").starts_with("x")),
         ("NOT starts_with(s, 'x')", col("s").not_starts_with("x")),
+        ("s LIKE '%ab%'", col("s").contains("ab")),
+        ("s LIKE '%%a''b%'", col("s").contains("a'b")),
+        ("s NOT LIKE '%ab%'", col("s").not_contains("ab")),
+        ("NOT (s LIKE '%ab%')", col("s").not_contains("ab")),
+        ("contains(s, 'x')", col("s").contains("x")),
+        ("NOT contains(s, 'x')", col("s").not_contains("x")),
+        ("contains(s, NULL)", AlwaysFalse()),
+        ("contains_term(s, 'Word')", col("s").contains_term("Word")),
+        ("NOT contains_term(s, 'été')", col("s").not_contains_term("été")),
+        ("contains_term(s, NULL)", AlwaysFalse()),
         ("isnan(f)", IsNaN("f")),
         ("NOT isnan(f)", IsNotNaN("f")),
         ("a IS NOT DISTINCT FROM 3", col("a") == 3),
@@ -151,6 +162,11 @@ def test_large_in_list() -> None:
         ("EXISTS (SELECT 1)", AlwaysTrue(), ("EXISTS (SELECT 1)",)),
         ("s LIKE '%x'", AlwaysTrue(), ("s LIKE '%x'",)),
         ("s LIKE 'a_c%'", AlwaysTrue(), ("s LIKE 'a_c%'",)),
+        ("s LIKE '%a%c%'", AlwaysTrue(), ("s LIKE '%a%c%'",)),
+        ("contains([1, 2], a)", AlwaysTrue(), ("contains([1, 2], a)",)),
+        ("contains(s, 5)", AlwaysTrue(), ("contains(s, 5)",)),
+        ("contains_term(s, 'two words')", AlwaysTrue(), ("contains_term(s, 'two words')",)),
+        ("NOT contains_term(s, '')", AlwaysTrue(), ("contains_term(s, '')",)),
         ("NOT (s NOT LIKE '%x')", AlwaysTrue(), ("s NOT LIKE '%x'",)),
         ("s ILIKE 'x%'", AlwaysTrue(), ("s ILIKE 'x%'",)),
         ("s LIKE 'x%' ESCAPE '!'", AlwaysTrue(), ("s LIKE 'x%' ESCAPE '!'",)),
@@ -217,7 +233,7 @@ def _oracle_table() -> pa.Table:
         return None if rng.random() < 0.15 else value
 
     floats = [0.0, -0.0, 1.5, -2.0, 3.25, math.nan, math.inf, -math.inf, 2.0]
-    words = ["", "a", "ab", "abc", "b", "ba", "é", "zz", "a%"]
+    words = ["", "a", "ab", "abc", "b", "ba", "é", "zz", "a%", "AB-a", "Zz é"]
     return pa.table(
         {
             "i": pa.array(range(n), pa.int64()),
@@ -265,6 +281,9 @@ def _leaf(rng: random.Random) -> str:
         lambda: "isnan(f)",
         lambda: f"s {rng.choice(['', 'NOT '])}LIKE '{rng.choice(['a%', 'ab%', '%b', 'a', 'a_', 'a!%%'])}'",
         lambda: f"starts_with(s, '{rng.choice(['a', 'ab', 'é', ''])}')",
+        lambda: f"s {rng.choice(['', 'NOT '])}LIKE '%{rng.choice(['a', 'b', 'é', 'a%', ''])}%'",
+        lambda: f"contains(s, '{rng.choice(['a', 'ab', 'é', ''])}')",
+        lambda: f"contains_term(s, '{rng.choice(['a', 'AB', 'é', 'zz'])}')",
         lambda: f"a = {rng.choice(['NULL', 'CAST(NULL AS INTEGER)'])}",
         lambda: f"a IS {rng.choice(['', 'NOT '])}DISTINCT FROM {rng.choice(['1', 'NULL'])}",
         lambda: rng.choice(["flag", "NOT flag", "TRUE", "FALSE", "NULL"]),
@@ -296,6 +315,7 @@ def _predicate(rng: random.Random, depth: int) -> str:
 def test_differential_against_duckdb() -> None:
     table = _oracle_table()
     con = duckdb.connect()
+    register_macros(con)  # contains_term
     con.register("tbl", table)
     rng = random.Random(20240601)
     exact = 0

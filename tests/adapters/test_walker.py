@@ -20,6 +20,7 @@ import pyarrow as pa
 import pytest
 
 from adapters import walker
+from adapters.duckdb import register_macros
 from adapters.walker import (
     NULL,
     Between,
@@ -37,6 +38,8 @@ from adapters.walker import (
     NullTest,
     PrefixTest,
     Shape,
+    SubstringTest,
+    TermTest,
     Untranslatable,
     translate,
     translation,
@@ -45,6 +48,7 @@ from hudi_expr import (
     AlwaysFalse,
     AlwaysTrue,
     And,
+    ContainsTerm,
     EqualTo,
     Expression,
     GreaterThan,
@@ -100,6 +104,10 @@ class TupleNodes:
             return NanTest(args[0])
         if kind == "starts_with":
             return PrefixTest(args[0], args[1])
+        if kind == "contains":
+            return SubstringTest(args[0], args[1])
+        if kind == "contains_term":
+            return TermTest(args[0], args[1])
         if kind in ("like", "not like"):
             return LikeTest(args[0], args[1], escape=args[2], negated=kind == "not like")
         if kind in ("lit", "null"):
@@ -207,6 +215,8 @@ EXACT = [
     (("not", NUL), AlwaysFalse()),
     (("like", s, NUL, None), AlwaysFalse()),
     (("starts_with", s, NUL), AlwaysFalse()),
+    (("contains", s, NUL), AlwaysFalse()),
+    (("not", ("contains_term", s, NUL)), AlwaysFalse()),
     # IS [NOT] DISTINCT FROM: never NULL, so NOT is the other one
     (("not distinct", a, lit(3)), col("a") == 3),
     (("distinct", a, lit(3)), (col("a") != 3) | col("a").is_null()),
@@ -226,6 +236,21 @@ EXACT = [
     (("not", ("not like", s, lit("ab%"), None)), col("s").starts_with("ab")),
     (("starts_with", s, lit("x")), col("s").starts_with("x")),
     (("not", ("starts_with", s, lit("x"))), col("s").not_starts_with("x")),
+    # LIKE '%text%' as a substring test (and contains() itself)
+    (("like", s, lit("%ab%"), None), col("s").contains("ab")),
+    (("like", s, lit("%%a b%%"), None), col("s").contains("a b")),
+    (("like", s, lit("%a!%b%"), "!"), col("s").contains("a%b")),
+    (("like", s, lit("%a!_%"), "!"), col("s").contains("a_")),
+    (("like", s, lit("%!%%"), "!"), col("s").contains("%")),
+    (("like", s, lit("%%"), None), col("s").is_not_null()),
+    (("not like", s, lit("%ab%"), None), col("s").not_contains("ab")),
+    (("not", ("like", s, lit("%ab%"), None)), col("s").not_contains("ab")),
+    (("not", ("not like", s, lit("%ab%"), None)), col("s").contains("ab")),
+    (("contains", s, lit("x")), col("s").contains("x")),
+    (("not", ("contains", s, lit("x"))), col("s").not_contains("x")),
+    # contains_term, the word kept as written (binding lower-cases it)
+    (("contains_term", s, lit("Word")), ContainsTerm("s", "Word")),
+    (("not", ("contains_term", s, lit("x"))), col("s").not_contains_term("x")),
     # null and NaN tests, booleans, constants
     (("is null", a), col("a").is_null()),
     (("not", ("is null", a)), col("a").is_not_null()),
@@ -257,6 +282,13 @@ UNUSED = [
     (("not", ("like", s, lit("a%b"), None)), AlwaysTrue(), ["(\"s\" LIKE 'a%b')"]),
     (("like", s, lit("ab!"), "!"), AlwaysTrue(), ["(\"s\" LIKE 'ab!' ESCAPE '!')"]),  # trailing escape
     (("like", s, lit(b"ab%"), None), AlwaysTrue(), ["(\"s\" LIKE b'ab%')"]),  # not text
+    (("like", s, lit("%a%b%"), None), AlwaysTrue(), ["(\"s\" LIKE '%a%b%')"]),
+    (("like", s, lit("%a_%"), None), AlwaysTrue(), ["(\"s\" LIKE '%a_%')"]),
+    (("not", ("like", s, lit("%ab"), None)), AlwaysTrue(), ["(\"s\" LIKE '%ab')"]),  # a suffix
+    (("contains", s, lit(5)), AlwaysTrue(), ['contains("s", 5)']),
+    (("contains", lit("abc"), s), AlwaysTrue(), ["contains('abc', \"s\")"]),
+    (("contains_term", s, lit("two words")), AlwaysTrue(), ["contains_term(\"s\", 'two words')"]),
+    (("not", ("contains_term", s, lit(""))), AlwaysTrue(), ["contains_term(\"s\", '')"]),
     (lit(5), AlwaysTrue(), ["5"]),  # a constant that is no boolean
     (("in", ("abs", a), lit(1)), AlwaysTrue(), ['(abs("a") IN (1))']),
 ]
@@ -305,6 +337,7 @@ def test_float_column_compared_as_double() -> None:
     assert translate(TupleNodes(), ("=", fd, lit(math.nan))) == EqualTo("f", math.nan)
     assert translate(TupleNodes(), ("distinct", fd, lit(0.1))) == Or(IsNotNull("f"), IsNull("f"))
     assert translate(TupleNodes(), ("starts_with", fd, lit("x"))) == AlwaysTrue()
+    assert translate(TupleNodes(), ("contains", fd, lit("x"))) == AlwaysTrue()
 
 
 def test_the_walker_negation_tables_are_hudi_exprs() -> None:
@@ -349,7 +382,7 @@ def _table() -> pa.Table:
     def maybe(value: object) -> object:
         return None if rng.random() < 0.15 else value
 
-    words = ["", "a", "ab", "abc", "a%", "a_b", "b", "é", "a!"]
+    words = ["", "a", "ab", "abc", "a%", "a_b", "b", "é", "a!", "A b", "x-AB", "ba"]
     floats = [0.0, -0.0, 1.5, -2.0, math.nan, math.inf, 2.0]
     return pa.table(
         {
@@ -379,7 +412,18 @@ def _leaf(rng: random.Random) -> Node:
     value = lit(rng.randint(-6, 6))
     word = lit(rng.choice(["a", "ab", "é", ""]))
     pattern = rng.choice(
-        [("a%", None), ("ab%%", None), ("a!%%", "!"), ("a!_b", "!"), ("%b", None), ("a", None)]
+        [
+            ("a%", None),
+            ("ab%%", None),
+            ("a!%%", "!"),
+            ("a!_b", "!"),
+            ("%b", None),
+            ("a", None),
+            ("%b%", None),
+            ("%!%%", "!"),
+            ("%a!_%", "!"),
+            ("%%", None),
+        ]
     )
     choices = [
         lambda: (op, a, value),
@@ -397,6 +441,8 @@ def _leaf(rng: random.Random) -> Node:
         lambda: ("isnan", f),
         lambda: (rng.choice(["like", "not like"]), s, lit(pattern[0]), pattern[1]),
         lambda: ("starts_with", s, word),
+        lambda: ("contains", s, word),
+        lambda: ("contains_term", s, lit(rng.choice(["a", "AB", "b", "x"]))),
         lambda: rng.choice([flag, lit(True), lit(False), NUL]),
         lambda: (op, ("abs", a), lit(2)),
         lambda: (op, a, ("col", "i")),
@@ -416,6 +462,7 @@ def _tree(rng: random.Random, depth: int) -> Node:
 def test_toy_engine_against_duckdb() -> None:
     table = _table()
     con = duckdb.connect()
+    register_macros(con)  # contains_term
     con.register("tbl", table)
     rng = random.Random(20260101)
     exact = 0

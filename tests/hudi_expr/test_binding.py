@@ -17,6 +17,8 @@ from hudi_expr import (
     And,
     BindError,
     BoundReference,
+    Contains,
+    ContainsTerm,
     EqualTo,
     Expression,
     GreaterThan,
@@ -29,6 +31,8 @@ from hudi_expr import (
     LessThan,
     LessThanOrEqual,
     Not,
+    NotContains,
+    NotContainsTerm,
     NotEqualTo,
     NotIn,
     Or,
@@ -367,6 +371,18 @@ def I(name: str) -> BoundReference:  # noqa: E743
         (col("s").not_starts_with(""), AlwaysFalse()),
         (col("ls").starts_with(b"ab"), StartsWith(I("ls"), pa.scalar("ab"))),
         (col("bin").starts_with("é"), StartsWith(I("bin"), pa.scalar("é".encode(), pa.binary()))),
+        # Substrings: text as a string scalar; the empty one is in every non-null string.
+        (col("s").contains("b'c"), Contains(I("s"), pa.scalar("b'c"))),
+        (col("ls").not_contains(b"\xc3\xa9"), NotContains(I("ls"), pa.scalar("é"))),
+        (col("dict").contains("x"), Contains(I("dict"), pa.scalar("x"))),
+        (col("st.y.z").contains("x"), Contains(I("st.y.z"), pa.scalar("x"))),
+        (col("s").contains(""), IsNotNull(I("s"))),
+        (col("s").not_contains(""), AlwaysFalse()),
+        (~col("s").contains(""), AlwaysFalse()),
+        # Words: lower-cased as the text is (arrow's utf8_lower: İ is i, not i + a combining dot).
+        (col("s").contains_term("ÉtÉ2024"), ContainsTerm(I("s"), pa.scalar("été2024"))),
+        (col("s").contains_term("İZMİR"), ContainsTerm(I("s"), pa.scalar("izmir"))),
+        (~col("dict").contains_term("Word"), NotContainsTerm(I("dict"), pa.scalar("word"))),
         # NOT is pushed down before folding.
         (~(col("i64") < 1.5), GreaterThanOrEqual(I("i64"), pa.scalar(2, pa.int64()))),
         (Not(col("i8") < 1000), AlwaysFalse()),
@@ -492,6 +508,27 @@ def test_starts_with_needs_a_text_column() -> None:
         bind(col("s").starts_with(b"\xff"))  # not UTF-8 for a string column
     with pytest.raises(BindError, match="tags"):
         bind(col("tags") == 1)  # lists have no order the rules know
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        (col("i64").contains("1"), r"contains needs a string column; 'i64' has type int64"),
+        (col("bin").contains("a"), r"contains needs a string column; 'bin' has type binary"),
+        (col("tags").not_contains("a"), r"not_contains needs a string column"),
+        (col("s").contains(5), r"contains on column 's' needs text, got 5"),
+        (col("s").contains(b"\xff"), r"not UTF-8"),
+        (col("i64").contains_term("a"), r"contains_term needs a string column; 'i64' has type int64"),
+        (col("s").contains_term(""), r"contains_term needs a word, got an empty string \(column 's'\)"),
+        (col("s").contains_term("two words"), r"one word of letters and digits, got 'two words'"),
+        (col("s").not_contains_term("e-mail"), r"one word of letters and digits, got 'e-mail'"),
+        (col("s").contains_term("café\u0301"), r"one word"),  # a combining accent is no letter
+        (col("s").contains_term(7), r"needs text, got 7"),
+    ],
+)
+def test_text_search_binding_errors(expr: Expression, message: str) -> None:
+    with pytest.raises(BindError, match=message):
+        bind(expr)
 
 
 def test_bind_error_is_a_value_error() -> None:

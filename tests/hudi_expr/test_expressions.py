@@ -15,6 +15,8 @@ from hudi_expr import (
     AlwaysFalse,
     AlwaysTrue,
     And,
+    Contains,
+    ContainsTerm,
     EqualTo,
     Expression,
     GreaterThan,
@@ -27,6 +29,8 @@ from hudi_expr import (
     LessThan,
     LessThanOrEqual,
     Not,
+    NotContains,
+    NotContainsTerm,
     NotEqualTo,
     NotIn,
     NotStartsWith,
@@ -34,6 +38,7 @@ from hudi_expr import (
     Reference,
     StartsWith,
     col,
+    contains_term,
     rewrite_not,
 )
 
@@ -71,6 +76,11 @@ def depth(expr: Expression) -> int:
         (col("a") == 5, EqualTo, 5),
         (col("a").starts_with("ab"), StartsWith, "ab"),
         (col("a").not_starts_with(b"ab"), NotStartsWith, b"ab"),
+        (col("a").contains("b c"), Contains, "b c"),
+        (col("a").not_contains("b"), NotContains, "b"),
+        (col("a").contains_term("Word"), ContainsTerm, "Word"),  # lower-cased when bound
+        (col("a").not_contains_term("word"), NotContainsTerm, "word"),
+        (contains_term("a", "word"), ContainsTerm, "word"),
     ],
 )
 def test_comparison_builders(built: Expression, kind: type, literal: object) -> None:
@@ -273,6 +283,8 @@ def test_bool_raises() -> None:
         lambda: col("a") == pa.scalar(None, pa.int64()),
         lambda: In(A, pa.array([1, None])),
         lambda: col("a").starts_with(None),  # type: ignore[arg-type]
+        lambda: col("a").contains(None),  # type: ignore[arg-type]
+        lambda: contains_term("a", None),  # type: ignore[arg-type]
     ],
 )
 def test_null_literal_raises(make: object) -> None:
@@ -331,6 +343,10 @@ B = Reference("b")
         (col("a").is_not_nan(), IsNaN(A)),
         (col("a").starts_with("p"), NotStartsWith(A, "p")),
         (col("a").not_starts_with("p"), StartsWith(A, "p")),
+        (col("a").contains("p"), NotContains(A, "p")),
+        (col("a").not_contains("p"), Contains(A, "p")),
+        (col("a").contains_term("p"), NotContainsTerm(A, "p")),
+        (col("a").not_contains_term("p"), ContainsTerm(A, "p")),
         (AlwaysTrue(), AlwaysFalse()),
         (AlwaysFalse(), AlwaysTrue()),
         (Not(col("a") > 5), GreaterThan(A, 5)),
@@ -356,6 +372,8 @@ def test_double_negation_of_a_large_tree() -> None:
         col("b").isin([1, 2, 3]),
         col("c").is_nan(),
         col("d").starts_with("x"),
+        col("d").contains("x"),
+        col("d").contains_term("x"),
         col("e").is_null(),
         col("f") != 2.5,
     ]

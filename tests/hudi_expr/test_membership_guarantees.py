@@ -114,6 +114,9 @@ def test_guarantees_of_conjuncts_and_disjunctions() -> None:
         (col("a") == 1) | (col("a") != 2),
         col("a") > 1,
         col("b").starts_with("x"),
+        col("b").contains("x"),
+        col("b").not_contains_term("x"),
+        (col("b") == "x") | col("b").contains_term("x"),
     ],
     ids=str,
 )

@@ -9,6 +9,7 @@ import math
 import pyarrow as pa
 import pytest
 
+from adapters.duckdb import register_macros
 from hudi_expr import AlwaysFalse, AlwaysTrue, And, Expression, Not, Or, col, to_sql
 
 
@@ -38,6 +39,11 @@ from hudi_expr import AlwaysFalse, AlwaysTrue, And, Expression, Not, Or, col, to
         (col("f").is_not_nan(), "NOT isnan(f)"),
         (col("s").starts_with("ab"), "starts_with(s, 'ab')"),
         (col("s").not_starts_with("o'k"), "NOT starts_with(s, 'o''k')"),
+        (col("s").contains("o'k"), "contains(s, 'o''k')"),
+        (col("s").not_contains("%_"), "NOT contains(s, '%_')"),  # no LIKE: nothing to escape
+        (col("s").contains_term("Word"), "contains_term(s, 'Word')"),
+        (col("s").not_contains_term("été"), "NOT contains_term(s, 'été')"),
+        (~col("s").contains("x") | col("a").is_null(), "NOT contains(s, 'x') OR a IS NULL"),
     ],
 )
 def test_structure(expr: Expression, sql: str) -> None:
@@ -131,6 +137,10 @@ ROWS = {
         (col("my col") == "it's", [1]),
         (col("my col").isin(["x", "é"]), [0, 2]),
         (col("my col").starts_with("é"), [2]),
+        (col("my col").contains("'"), [1]),
+        (col("my col").not_contains("x"), [1, 2]),
+        (col("my col").contains_term("IT"), [1]),  # it's is the terms it and s
+        (col("my col").not_contains_term("s"), [0, 2]),
         (col("d") == dt.date(2024, 1, 2), [1]),
         (col("d") >= dt.date(2024, 1, 2), [1, 3]),
         (col("m") == decimal.Decimal("1.5"), [0]),
@@ -141,6 +151,7 @@ def test_duckdb_reads_the_text(expr: Expression, rows: list[int]) -> None:
     duckdb = pytest.importorskip("duckdb")
     table = pa.table({**ROWS, "row": list(range(4))}, schema=None)
     con = duckdb.connect()
+    register_macros(con)  # contains_term
     con.register("t", table)
     got = [r[0] for r in con.execute(f"SELECT row FROM t WHERE {expr} ORDER BY row").fetchall()]
     assert got == rows

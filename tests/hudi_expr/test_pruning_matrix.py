@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from hudi_expr import Expression, FileStats, all_match, col, might_match
+from hudi_expr import BindError, Expression, FileStats, all_match, col, might_match
 
 D = decimal.Decimal
 UTC = dt.UTC
@@ -276,6 +276,49 @@ def test_unary(case: Case, kind: str) -> None:
     got = mask(unary_expression(kind, case.column), case)
     want = {s: expected_unary(kind, case, s) for s in situations(case)}
     assert got == want
+
+
+# Substring and word tests: bounds cannot tell whether a string holds a substring or a word, so
+# only a file with no non-null value is ruled out, in either polarity (situation -> may match).
+TEXT_SEARCH: dict[str, Callable[[str], Expression]] = {
+    "contains": lambda c: col(c).contains("m"),
+    "not_contains": lambda c: col(c).not_contains("m"),
+    "contains_term": lambda c: col(c).contains_term("Z"),
+    "not_contains_term": lambda c: col(c).not_contains_term("z"),
+    "not_contains_via_not": lambda c: ~col(c).contains("zz"),
+}
+HAS_VALUES = {
+    "mid": True, "pinned": True, "some_nulls": True, "all_null": False, "no_minmax": True,
+    "no_null_count": True, "empty": False, "rows_unknown": True, "absent": True,
+}  # fmt: skip
+TEXT_CASES = [
+    c for c in CASES if pa.types.is_string(c.field.type) or c.label in ("large_string", "dictionary")
+]
+
+
+@pytest.mark.parametrize("kind", list(TEXT_SEARCH))
+@pytest.mark.parametrize("case", TEXT_CASES, ids=lambda c: c.label)
+def test_text_search(case: Case, kind: str) -> None:
+    expr = TEXT_SEARCH[kind](case.column)
+    assert mask(expr, case) == HAS_VALUES
+    # Nothing is surely TRUE for every row (but the empty file, vacuously).
+    every = all_match(expr, file_stats(case)).to_pylist()
+    assert every == [s == "empty" for s in situations(case)]
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c not in TEXT_CASES], ids=lambda c: c.label)
+def test_text_search_needs_a_string_column(case: Case) -> None:
+    for build in TEXT_SEARCH.values():
+        with pytest.raises(BindError, match="needs a string column"):
+            might_match(build(case.column), file_stats(case))
+
+
+def test_empty_substring_is_not_null() -> None:
+    (case,) = [c for c in CASES if c.label == "string"]
+    stats = file_stats(case)
+    assert mask(col("x").contains(""), case) == mask(col("x").is_not_null(), case)
+    assert all_match(col("x").contains(""), stats) == all_match(col("x").is_not_null(), stats)
+    assert mask(col("x").not_contains(""), case) == dict.fromkeys(situations(case), False)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)

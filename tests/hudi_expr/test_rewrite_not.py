@@ -7,6 +7,7 @@ import pytest
 
 from hudi_expr import (
     And,
+    Contains,
     EqualTo,
     Expression,
     GreaterThan,
@@ -17,6 +18,8 @@ from hudi_expr import (
     LessThan,
     LessThanOrEqual,
     Not,
+    NotContains,
+    NotContainsTerm,
     NotEqualTo,
     NotIn,
     NotStartsWith,
@@ -46,6 +49,13 @@ def has_not(expr: Expression) -> bool:
         (Not(col("a").is_null()), IsNotNull(A)),
         (Not(col("a").is_not_null()), IsNull(A)),
         (Not(col("a").starts_with("x")), NotStartsWith(A, "x")),
+        (Not(col("a").contains("x")), NotContains(A, "x")),
+        (Not(col("a").not_contains("x")), Contains(A, "x")),
+        (Not(col("a").contains_term("x")), NotContainsTerm(A, "x")),
+        (
+            Not(col("a").contains_term("x") | Not(col("b").not_contains_term("y"))),
+            And(NotContainsTerm(A, "x"), NotContainsTerm(B, "y")),
+        ),
         (Not(Not(col("a") == 1) & col("b").is_null()), Or(EqualTo(A, 1), IsNotNull(B))),
         (
             # NOT (NOT (a OR b) AND c) = (a OR b) OR NOT c

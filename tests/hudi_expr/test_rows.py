@@ -108,6 +108,16 @@ def rows(expr: Expression) -> list[int]:
         (col("s").starts_with(""), [0, 1, 3, 4, 5, 6, 7]),
         (col("s").starts_with("é"), [3]),
         (col("s").isin(["apple", "é"]), [0, 3]),
+        (col("s").contains("pp"), [0, 5, 7]),
+        (col("s").contains("PP"), []),  # case-sensitive
+        (col("s").not_contains("pp"), [1, 3, 4, 6]),
+        (col("s").contains(""), [0, 1, 3, 4, 5, 6, 7]),
+        (col("s").not_contains(""), []),
+        (col("s").contains("é"), [3]),
+        (col("s").contains_term("APPLE"), [0, 7]),  # lower-cased
+        (col("s").not_contains_term("apple"), [1, 3, 4, 5, 6]),
+        (col("s").contains_term("app"), [5]),  # a whole term, not a prefix of one
+        (col("s").contains_term("É"), [3]),
         (col("s").notin(["apple", "é"]), [1, 4, 5, 6, 7]),
         # k: the same strings, dictionary encoded
         (col("k") == "é", [3]),
@@ -115,6 +125,8 @@ def rows(expr: Expression) -> list[int]:
         (col("k").starts_with("app"), [0, 5]),
         (col("k").not_starts_with("app"), [1, 3, 4, 6, 7]),
         (col("k").isin(["apple", "é"]), [0, 3]),
+        (col("k").contains("pp"), [0, 5, 7]),
+        (col("k").not_contains_term("apple"), [1, 3, 4, 5, 6]),
         # b = [00, FF01, NULL, FF, '', 'a', 0001, 'z']: bytewise
         (col("b").starts_with(b"\xff"), [1, 3]),
         (col("b").starts_with(b"\x00"), [0, 6]),
@@ -193,3 +205,43 @@ def test_matches_a_numpy_reference_on_random_floats() -> None:
     for expr, want in cases:
         got = table.filter(expr.to_pyarrow(table.schema)).column("row").to_pylist()
         assert got == np.flatnonzero(want).tolist(), expr
+
+
+def test_contains_term_splits_on_every_non_letter_non_digit() -> None:
+    text = [
+        "Hello, World!",
+        "e-mail: Bob@Example.com",
+        "ÉTÉ 2024",
+        "x_y",
+        "tab\there",
+        "İstanbul",
+        None,
+        "de\u0301ja",
+    ]
+    table = pa.table({"row": range(len(text)), "s": pa.array(text, pa.large_string())})
+
+    def matching(expr: Expression) -> list[int]:
+        return table.filter(expr.to_pyarrow(table.schema)).column("row").to_pylist()
+
+    assert matching(col("s").contains_term("world")) == [0]
+    assert matching(col("s").contains_term("Example")) == [1]
+    assert matching(col("s").contains_term("bob")) == [1]
+    assert matching(col("s").contains_term("2024")) == [2]
+    assert matching(col("s").contains_term("été")) == [2]
+    assert matching(col("s").contains_term("y")) == [3]  # _ separates words
+    assert matching(col("s").contains_term("here")) == [4]
+    assert matching(col("s").contains_term("istanbul")) == [5]  # İ lower-cases to i
+    assert matching(col("s").contains_term("de")) == [7]  # a combining accent separates words
+    assert matching(col("s").not_contains_term("de")) == [0, 1, 2, 3, 4, 5]  # never the NULL row
+
+
+def test_text_search_on_string_views_evaluates() -> None:
+    # Arrow's string kernels take no string_view: the bound column is read as a large string.
+    table = pa.table({"s": pa.array(["ab", "Cab d", None], pa.string_view())})
+    for expr, want in [
+        (col("s").contains("ab"), [True, True, None]),
+        (col("s").contains_term("D"), [False, True, None]),
+        (col("s").starts_with("a"), [True, False, None]),
+    ]:
+        got = ds.dataset(table).to_table(columns={"m": expr.to_pyarrow(table.schema)})
+        assert got.column("m").to_pylist() == want, expr

@@ -16,6 +16,8 @@ from hudi_expr import (
     AlwaysFalse,
     AlwaysTrue,
     And,
+    Contains,
+    ContainsTerm,
     EqualTo,
     Expression,
     ExpressionFormatError,
@@ -29,6 +31,8 @@ from hudi_expr import (
     LessThan,
     LessThanOrEqual,
     Not,
+    NotContains,
+    NotContainsTerm,
     NotEqualTo,
     NotIn,
     NotStartsWith,
@@ -136,6 +140,21 @@ def test_prefix_round_trip(literal: Any) -> None:
 
 
 @pytest.mark.parametrize(
+    "kind", [Contains, NotContains, ContainsTerm, NotContainsTerm], ids=lambda k: k.__name__
+)
+def test_text_search_round_trip(kind: type) -> None:
+    for text in ["", "x", "o'k", "É t\u00e9\n\x00", "\U0001f600"]:
+        expr = kind("s", text)
+        back = round_trip(expr)
+        assert back == expr and type(back) is kind
+        assert json.loads(to_json(expr)) == {"op": kind.op, "column": "s", "value": text}
+    # Bound, the text is a string scalar (the word its lower-cased term), kept as such.
+    bound = kind("s", "Mot").bind(pa.schema([("s", pa.string())]))
+    word = "Mot" if kind in (Contains, NotContains) else "mot"
+    assert from_json(to_json(bound)) == kind("s", pa.scalar(word))
+
+
+@pytest.mark.parametrize(
     "values",
     [
         [1, 2, 3],
@@ -175,6 +194,7 @@ def test_set_round_trip(values: Any) -> None:
         Not(col("a") > 1),
         Not(Not(col("a") > 1) | col("b").is_null()),
         (col("a") > 1) & ((col("b") < 2) | col("c").isin([1, 2])) & ~col("d").starts_with("x"),
+        col("d").contains("x") | ~col("d").contains_term("y") & Not(col("e").not_contains_term("z")),
         Or(And(col("a") == 1, col("b") == 2), And(col("a") == 3, Not(col("b") == 4))),
         col("s.x.y") == 1,
         col('weird "name".with dots') == 1,

@@ -10,7 +10,20 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from hudi_expr import AlwaysFalse, AlwaysTrue, Expression, FileStats, all_match, col, might_match
+from hudi_expr import (
+    AlwaysFalse,
+    AlwaysTrue,
+    BoundReference,
+    Contains,
+    ContainsTerm,
+    Expression,
+    FileStats,
+    NotContains,
+    NotContainsTerm,
+    all_match,
+    col,
+    might_match,
+)
 
 
 @dataclass(frozen=True)
@@ -226,3 +239,20 @@ def test_all_match_implies_might_match_and_excludes_the_negation() -> None:
         # ...and no row that matches the negation.
         assert not (every & negated_some).any(), expr
     assert every[~nonempty].all()
+
+
+def test_text_search_bound_by_hand_with_empty_text() -> None:
+    # Binding folds contains(s, '') to IS NOT NULL; a leaf bound by hand may still hold '', and the
+    # rules read it the same way.
+    (c,) = [c for c in COLUMNS if c.label == "string"]
+    stats = stats_for(c)
+    ref = BoundReference("x", ("x",), pa.string())
+    empty = pa.scalar("")
+    assert all_match(Contains(ref, empty), stats) == all_match(col("x").is_not_null(), stats)
+    assert might_match(Contains(ref, empty), stats) == might_match(col("x").is_not_null(), stats)
+    assert might_match(NotContains(ref, empty), stats).to_pylist() == [False] * len(situations(c))
+    assert all_match(NotContains(ref, empty), stats).to_pylist() == [s == "empty" for s in situations(c)]
+    for leaf in (Contains, NotContains, ContainsTerm, NotContainsTerm):
+        assert all_match(leaf(ref, pa.scalar("b")), stats).to_pylist() == [
+            s == "empty" for s in situations(c)
+        ]
