@@ -57,6 +57,7 @@ MAX_FILES_PER_TASK = 1024
 TASKS_PER_CORE = 4
 
 R = TypeVar("R")
+G = TypeVar("G")
 
 
 class SparkBuildError(IndexStoreError):
@@ -181,8 +182,8 @@ def _default_group_size(spark: SparkSession, n: int) -> int:
 
 def _run(
     spark: SparkSession,
-    task: Callable[[Iterable[tuple[int, list[DataFile]]]], Iterator[tuple[int, R]]],
-    groups: list[list[DataFile]],
+    task: Callable[[Iterable[tuple[int, G]]], Iterator[tuple[int, R]]],
+    groups: Sequence[G],
     what: str,
 ) -> list[R]:
     """One Spark job, one task per group; the groups' results in group order."""

@@ -3,7 +3,12 @@
 ``read`` prunes for a predicate and reads the kept files; ``prune`` rewrites an existing
 ``spark.read.parquet(root).filter(...)`` DataFrame the same way. Both read with the schema of the
 whole table (the kept files alone could infer other column or partition types) and ``basePath`` at
-the table root, so hive partition columns stay columns.
+the table root, so hive partition columns stay columns. ``read_plan`` and ``prune_plan`` say which
+files those read and why.
+
+Files are pruned by statistics first; then, when the table has secondary indexes and
+``UseRules`` say they pay, files whose row selection is empty are dropped too (the index proves
+they hold no matching row). Spark reads the remaining files whole and applies the filter itself.
 
 Spark types hive partition values itself and the index types them as DuckDB does; a predicate leaf
 on a column whose Spark type and index type differ in kind (a number against a string, a session-
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -35,40 +41,86 @@ from pyspark.sql.types import (
 )
 
 from adapters.spark.catalyst import FileScan, class_name, file_scan, translate_column, translate_plan
+from adapters.spark.secondary import SecondarySkip, skip_files
 from hudi_expr import AlwaysTrue, Expression, Predicate
 from hudi_expr.types import is_binary_like, is_string_like
 from hudi_expr.visitors import transform_leaves
-from index_store import IndexedTable, open_table
+from index_store import IndexedTable, PruneResult, open_table
+from index_store.secondary import UseRules
 
-__all__ = ["prune", "read", "usable_expression"]
+__all__ = ["ReadPlan", "prune", "prune_plan", "read", "read_plan", "usable_expression"]
 
 JavaObject = Any
 
 
+@dataclass(frozen=True)
+class ReadPlan:
+    """The files a pruned Spark read keeps for a predicate, and why (statistics, then the
+    secondary index)."""
+
+    files: list[str]  # absolute paths, what Spark reads
+    expression: Expression  # the predicate the index pruned for
+    pruned: PruneResult  # file pruning by statistics
+    secondary: SecondarySkip  # files the secondary index dropped after it, and whether it was used
+
+    @property
+    def secondary_used(self) -> bool:
+        return self.secondary.use.used
+
+    def notes(self) -> list[str]:
+        """What, beside the statistics, decided which files are kept (one line each)."""
+        return self.pruned.notes() + self.secondary.notes()
+
+    def explain(self) -> str:
+        lines = [self.pruned.explain(), *self.secondary.notes()]
+        lines.append(f"Spark reads {len(self.files)} of {self.pruned.total} files")
+        return "\n".join(line for line in lines if line)
+
+
 def read(
-    spark: SparkSession, table: IndexedTable | str | os.PathLike[str], where: Column | str | None = None
+    spark: SparkSession,
+    table: IndexedTable | str | os.PathLike[str],
+    where: Column | str | None = None,
+    rules: UseRules | None = None,
 ) -> DataFrame:
     """Rows of ``table`` where ``where`` (a Column or SQL text) is TRUE, reading only kept files.
 
-    With no kept file the result is an empty DataFrame with the whole table's schema.
+    ``rules`` decide when the secondary index pays (default ``UseRules()``). With no kept file the
+    result is an empty DataFrame with the whole table's schema.
     """
     indexed = _open(table)
     everything = spark.read.parquet(indexed.root)
     if where is None:
         return everything
     condition = F.expr(where) if isinstance(where, str) else where
-    translation = translate_column(spark, condition, everything.schema)
-    expr = usable_expression(translation.expr, everything.schema, _index_schema(indexed))
-    kept = indexed.prune(expr).files
-    return _read_files(spark, indexed.root, kept, everything.schema, {}).filter(condition)
+    plan = _plan(
+        indexed, translate_column(spark, condition, everything.schema).expr, everything.schema, rules
+    )
+    return _read_files(spark, indexed.root, plan.files, everything.schema, {}).filter(condition)
 
 
-def prune(df: DataFrame, table: IndexedTable | str | os.PathLike[str]) -> DataFrame:
+def read_plan(
+    spark: SparkSession,
+    table: IndexedTable | str | os.PathLike[str],
+    where: Column | str,
+    rules: UseRules | None = None,
+) -> ReadPlan:
+    """The files ``read(spark, table, where, rules)`` reads, and why (``explain()``)."""
+    indexed = _open(table)
+    schema = spark.read.parquet(indexed.root).schema
+    condition = F.expr(where) if isinstance(where, str) else where
+    return _plan(indexed, translate_column(spark, condition, schema).expr, schema, rules)
+
+
+def prune(
+    df: DataFrame, table: IndexedTable | str | os.PathLike[str], rules: UseRules | None = None
+) -> DataFrame:
     """``df`` (Projects and Filters over one parquet read of ``table``'s root) over kept files only.
 
     The filters and projections are re-applied from their SQL text and the rebuilt plan is checked
     to be the same expressions over the new scan; any other shape, a non-deterministic filter, or
-    a rebuilt plan that differs returns ``df`` unchanged (sound, just not pruned).
+    a rebuilt plan that differs returns ``df`` unchanged (sound, just not pruned). ``rules``: as in
+    ``read``.
     """
     indexed = _open(table)
     scan = file_scan(df)
@@ -76,9 +128,8 @@ def prune(df: DataFrame, table: IndexedTable | str | os.PathLike[str]) -> DataFr
         return df
     relation = scan.relation.relation()
     schema = StructType.fromJson(_json(relation.schema()))
-    expr = usable_expression(translate_plan(df).expr, schema, _index_schema(indexed))
-    kept = indexed.prune(expr).files
-    rebuilt = _read_files(df.sparkSession, indexed.root, kept, schema, _options(relation))
+    plan = _plan(indexed, translate_plan(df).expr, schema, rules)
+    rebuilt = _read_files(df.sparkSession, indexed.root, plan.files, schema, _options(relation))
     try:
         for node in reversed(scan.chain):
             rebuilt = _apply(rebuilt, node)
@@ -88,6 +139,19 @@ def prune(df: DataFrame, table: IndexedTable | str | os.PathLike[str]) -> DataFr
     if new_scan is None or not _same_chain(scan, new_scan):
         return df
     return rebuilt
+
+
+def prune_plan(
+    df: DataFrame, table: IndexedTable | str | os.PathLike[str], rules: UseRules | None = None
+) -> ReadPlan | None:
+    """The files ``prune(df, table, rules)`` keeps, and why; None when ``df``'s plan is not one
+    ``prune`` rewrites (``prune`` may still return ``df`` unchanged when its rebuilt plan differs)."""
+    indexed = _open(table)
+    scan = file_scan(df)
+    if scan is None or not _rebuildable(scan, indexed.root):
+        return None
+    schema = StructType.fromJson(_json(scan.relation.relation().schema()))
+    return _plan(indexed, translate_plan(df).expr, schema, rules)
 
 
 def usable_expression(expr: Expression, spark_schema: StructType, index_schema: pa.Schema) -> Expression:
@@ -103,6 +167,17 @@ def usable_expression(expr: Expression, spark_schema: StructType, index_schema: 
         return leaf if spark_kind is not None and spark_kind == index_kind else AlwaysTrue()
 
     return transform_leaves(expr, keep)
+
+
+def _plan(
+    indexed: IndexedTable, translated: Expression, schema: StructType, rules: UseRules | None
+) -> ReadPlan:
+    """Statistics prune ``translated`` (its leaves Spark and the index type alike), then the
+    secondary index drops the files it proves empty."""
+    expr = usable_expression(translated, schema, _index_schema(indexed))
+    pruned = indexed.prune(expr)
+    files, skipped = skip_files(indexed, expr, pruned.files, rules)
+    return ReadPlan(files, expr, pruned, skipped)
 
 
 # ---------------------------------------------------------------------------------------- reading
