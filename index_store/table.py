@@ -54,6 +54,7 @@ from index_store.partitions.record_index import lookup_record_keys
 from index_store.partitions.record_keys import KeyFilters
 from index_store.record_key import RecordKeySpec
 from index_store.secondary.api import STAGING, SecondaryIndexes
+from index_store.secondary.definitions import IndexDefinition
 from index_store.secondary.kinds import kinds as index_kinds
 from index_store.secondary.tagging import verify_with_index
 from index_store.tables.base import DataFile, TableReader
@@ -587,6 +588,8 @@ class IndexedTable(SecondaryIndexes):
                 f"a record index needs a record key: {self.root} has none; name its key columns with "
                 "build(record_key=[...]) (CLI: --record-key a,b)"
             )
+        # Secondary index definitions outlive a rebuild (their files are rebuilt by build_index).
+        definitions = self._latest_definitions()
         if rebuild:
             self._move_aside()
         files = self.reader.list_files()
@@ -619,6 +622,7 @@ class IndexedTable(SecondaryIndexes):
         config = dataclasses.replace(
             self._config(bloom_columns, fpp, spec, key_fpp, record_index),
             record_index_shards=record_index_shards,
+            secondary_indexes=definitions,
         )
 
         def prepare_commit(snap: Snapshot) -> Commit:
@@ -641,6 +645,17 @@ class IndexedTable(SecondaryIndexes):
             )
 
         return commit(self.timeline, prepare_commit, state=self._next_version_only)
+
+    def _latest_definitions(self) -> tuple[IndexDefinition, ...]:
+        """The secondary index definitions of the newest timeline entry (none if unreadable: a
+        build must work on an index too damaged to read)."""
+        versions = self.timeline.versions()
+        if not versions:
+            return ()
+        try:
+            return self.timeline.read(versions[-1]).config.secondary_indexes
+        except (IndexCorruptError, OSError):
+            return ()
 
     def _next_version_only(self) -> Snapshot:
         """An empty snapshot at the latest version: what a build needs, read without replaying."""

@@ -32,7 +32,14 @@ from index_store.errors import (
 )
 from index_store.partitions import read_files
 from index_store.partitions.base import positions_of, scatter
-from index_store.partitions.secondary import MANIFEST, files_by_type, live_rows, read_manifest, write_manifest
+from index_store.partitions.secondary import (
+    MANIFEST,
+    MANIFEST_SCHEMA,
+    files_by_type,
+    live_rows,
+    read_manifest,
+    write_manifest,
+)
 from index_store.secondary.build import ComputeIndexFiles, FileTask, build_files
 from index_store.secondary.definitions import IndexDefinition, default_index_name
 from index_store.secondary.kinds import UnsupportedColumnError, index_kind
@@ -144,9 +151,10 @@ class SecondaryIndexes:
         """Record a secondary index definition (a commit; no index file is built yet: see
         ``build_index``); returns the commit's version."""
         cols = (columns,) if isinstance(columns, str) else tuple(columns)
-        kind = index_kind(index_type) if index_type else None
-        if kind is None:
-            raise IndexDefinitionError(f"index type must be given, one of {'value', 'term'}")
+        try:
+            kind = index_kind(index_type)
+        except ValueError as exc:
+            raise IndexDefinitionError(str(exc)) from None
         try:
             definition = IndexDefinition(name or default_index_name(cols, index_type), cols, index_type)
         except ValueError as exc:
@@ -208,7 +216,9 @@ class SecondaryIndexes:
         return commit(self.timeline, prepare)
 
     def indexes(self) -> list[IndexStatus]:
-        """Every secondary index definition, with how many live base files it covers."""
+        """Every secondary index definition, with how many live base files it covers as the index
+        knows them (a file rewritten since the last ``sync`` counts until then; it is never
+        answered from its old index file)."""
         loaded = self._load()
         snap = loaded.snap
         usable = self._usable_manifest(loaded)
@@ -283,7 +293,14 @@ class SecondaryIndexes:
                 "version",
                 pa.repeat(pa.scalar(version, pa.int64()), len(built)),
             )
-            old = read_manifest(self.index_root, s.live.get(MANIFEST, ()))
+            # Rebuilding every file of every index replaces the whole manifest: it need not be
+            # readable (so strategy="all" also repairs a corrupt one).
+            rebuild_all = strategy == "all" and name is None
+            old = (
+                MANIFEST_SCHEMA.empty_table()
+                if rebuild_all
+                else read_manifest(self.index_root, s.live.get(MANIFEST, ()))
+            )
             defined = {(d.index_type, c) for d in s.config.secondary_indexes for c in d.columns}
             live_idx = self._live_file_idx(s)
             kept = live_rows(old, live_idx, defined)
@@ -317,7 +334,7 @@ class SecondaryIndexes:
             )
             for k in kinds
         }
-        usable = self._usable_manifest(loaded)
+        usable = self._usable_manifest(loaded) if strategy == "incremental" else MANIFEST_SCHEMA.empty_table()
         listing = {f.path: f for f in self.reader.list_files()}
         files = loaded.files
         paths = loaded.paths.to_pylist()
@@ -417,7 +434,18 @@ class SecondaryIndexes:
         self, expr: Expression, rules: UseRules | None = None, on_corrupt: str = "raise"
     ) -> RowSelection:
         """The candidate rows of each file for ``expr`` (see ``row_ids``); with ``rules`` the index is
-        used only when they say it pays (otherwise every candidate file has all its rows)."""
+        used only when they say it pays (otherwise every candidate file has all its rows).
+        ``on_corrupt``: ``raise`` ``IndexCorruptError`` for an unreadable secondary index file or
+        manifest, or ``scan`` (also spelled ``keep_all``, as in ``prune``) to treat the files
+        concerned as having no index (all their rows)."""
+        if on_corrupt not in ("raise", "scan", "keep_all"):
+            raise ValueError(f"on_corrupt must be 'raise', 'scan' or 'keep_all', not {on_corrupt!r}")
+        if on_corrupt != "raise":
+            loaded = self._load()
+            try:
+                self._usable_manifest(loaded)
+            except IndexCorruptError:
+                loaded.secondary["manifest"] = MANIFEST_SCHEMA.empty_table()  # as if none was built
         cand = self._candidates(expr)
         loaded, bound = cand.loaded, cand.bound
         snap = loaded.snap
@@ -433,10 +461,14 @@ class SecondaryIndexes:
         ]
         planned = plan_lookups(bound, definitions)
         candidates = np.flatnonzero(cand.kept)
-        row_counts = loaded.files["row_count"].to_numpy()
-        candidate_rows = int(row_counts[candidates].sum())
-        cand_idx = pa.array(loaded.file_idx[candidates], pa.int64())
+        rel_paths = loaded.paths.take(pa.array(candidates)).to_pylist() if len(candidates) else []
         changed = cand.changed[candidates]
+        row_counts = loaded.files["row_count"].to_numpy()[candidates].copy()
+        for j in np.flatnonzero(changed):
+            # Rewritten since indexed: its rows are the ones on disk now, every one a candidate.
+            row_counts[j] = _rows_of(os.path.join(self.root, rel_paths[j]))
+        candidate_rows = int(row_counts.sum())
+        cand_idx = pa.array(loaded.file_idx[candidates], pa.int64())
         index_files: dict[tuple[str, str], list[str | None]] = {}
         counts: dict[tuple[str, str], pa.Table] = {}
         for p in {(p.kind, p.column) for p in planned.values()}:
@@ -448,6 +480,9 @@ class SecondaryIndexes:
             index_files[p] = [None if ch else f for f, ch in zip(files, changed, strict=True)]
             counts[p] = rows.filter(pc.is_in(rows["file_idx"], value_set=cand_idx))
         absent = self._absent_keys(loaded, planned, candidates)
+        sizes = loaded.files["size"].to_numpy()[candidates].tolist()
+        mtimes = loaded.files["mtime"].combine_chunks().take(pa.array(candidates)).to_pylist()
+        expected = list(zip(rel_paths, sizes, mtimes, strict=True))
         use = _decide(bound, planned, counts, candidate_rows, len(candidates), rules)
         if use.used:
             key_schemas = {
@@ -461,31 +496,28 @@ class SecondaryIndexes:
                 planned,
                 range(len(candidates)),
                 index_files,
-                row_counts[candidates].tolist(),
+                row_counts.tolist(),
                 self.index_root,
                 loaded.secondary.setdefault("opened", {}),
                 key_schemas,
                 on_corrupt,
                 absent,
+                expected,
             )
         else:
             rows = [FileRows(None, False)] * len(candidates)
         # Files whose statistics prove every row matches: all rows, exactly (counted unread).
         rows = [FileRows(None, True) if w else r for r, w in zip(rows, cand.whole[candidates], strict=True)]
-        paths = self._abs_all(loaded.paths.take(pa.array(candidates)).to_pylist()) if len(candidates) else []
+        paths = self._abs_all(rel_paths)
         # Files on disk the index does not know: every row is a candidate.
         unknown = cand.unknown
         return RowSelection(
             files=paths + [os.path.join(self.root, u) for u in unknown],
-            row_counts=row_counts[candidates].tolist()
-            + [_rows_of(os.path.join(self.root, u)) for u in unknown],
+            row_counts=row_counts.tolist() + [_rows_of(os.path.join(self.root, u)) for u in unknown],
             rows=rows + [FileRows(None, False)] * len(unknown),
             use=use,
             total_files=cand.total,
-            partition_values=[
-                cand.partition_values.get(p, {}) for p in loaded.paths.take(pa.array(candidates)).to_pylist()
-            ]
-            + [cand.partition_values.get(u, {}) for u in unknown],
+            partition_values=[cand.partition_values.get(p, {}) for p in rel_paths + unknown],
         )
 
     def _absent_keys(
@@ -640,7 +672,7 @@ def _decide(
             candidate_rows,
             lookups,
         )
-    if candidate_rows <= rules.min_candidate_rows:
+    if candidate_rows < rules.min_candidate_rows:
         return IndexUse(
             False,
             f"column statistics already keep {files} file(s) with {candidate_rows:,} rows: "

@@ -120,14 +120,15 @@ class ValueIndex:
             pa.types.is_integer(t)
             or pa.types.is_boolean(t)
             or pa.types.is_decimal(t)
-            or pa.types.is_temporal(t)
+            or pa.types.is_date(t)
+            or pa.types.is_timestamp(t)
             or is_string_like(t)
             or is_binary_like(t)
         )
         if not supported:
             raise UnsupportedColumnError(
                 f"column {column!r} is {describe_type(t)}: a value index needs an integer, decimal, "
-                "boolean, string, binary, date, time or timestamp column"
+                "boolean, string, binary, date or timestamp column"
             )
 
     def key_type(self, data_type: pa.DataType) -> pa.DataType:

@@ -105,12 +105,15 @@ def select_rows(
     key_schemas: Mapping[tuple[str, str], pa.Schema],
     on_corrupt: str = "raise",
     absent: Mapping[Predicate, np.ndarray] | None = None,
+    expected: Sequence[tuple[str, int, int | None]] | None = None,
 ) -> list[FileRows]:
     """The selected rows of each candidate (positions into ``row_counts`` and ``index_files``).
 
     ``index_files[(kind, column)][i]`` is the index file of candidate ``i`` (None: none usable).
     ``opened`` caches opened index files across calls (they are immutable). ``absent[leaf][i]``
     True: candidate ``i``'s bloom filter proves the leaf's keys are not in it (no row, no read).
+    ``expected[i]``: candidate ``i``'s (path, size, mtime); an index file describing another file
+    is corrupt.
     """
     absent = absent or {}
     bound_keys = {
@@ -132,9 +135,16 @@ def select_rows(
                 handle = opened.get(rel)
                 if handle is None:
                     handle = opened.setdefault(rel, IndexFile(index_root / rel))
-                if p.column not in handle.layout or handle.info.row_count != n:
+                info = handle.info
+                about = expected[i] if expected is not None else (info.path, info.size, info.mtime_ns)
+                if (
+                    p.column not in handle.layout
+                    or info.row_count != n
+                    or (info.path, info.size, info.mtime_ns) != about
+                ):
                     raise IndexCorruptError(
-                        str(index_root / rel), f"does not describe {p.column!r} of this file"
+                        str(index_root / rel),
+                        f"does not describe column {p.column!r} of {about[0]} as indexed",
                     )
                 return handle.rows(p.column, bound_keys[leaf]), p.lookup.exact
             except IndexCorruptError:
