@@ -1,5 +1,6 @@
-"""DuckDB adapter: SQL predicates and DuckDB expressions as ``hudi_expr``, pruned SQL queries, and
-macros for the ``hudi_expr`` functions DuckDB lacks (``register_macros``)."""
+"""DuckDB adapter: SQL predicates and DuckDB expressions as ``hudi_expr``, pruned SQL queries (reading
+only the rows a secondary index selects, answering counts and EXISTS from it, and running index
+statements: ``sql``), and macros for the ``hudi_expr`` functions DuckDB lacks (``register_macros``)."""
 
 from adapters.duckdb.macros import register_macros
 from adapters.duckdb.parse import (
