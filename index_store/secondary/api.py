@@ -483,7 +483,19 @@ class SecondaryIndexes:
         sizes = loaded.files["size"].to_numpy()[candidates].tolist()
         mtimes = loaded.files["mtime"].combine_chunks().take(pa.array(candidates)).to_pylist()
         expected = list(zip(rel_paths, sizes, mtimes, strict=True))
-        use = _decide(bound, planned, counts, candidate_rows, len(candidates), rules)
+        # Index files the lookups would open: per leaf, candidates with one its blooms do not rule out.
+        opened = max(
+            (
+                sum(
+                    1
+                    for j, rel in enumerate(index_files[(p.kind, p.column)])
+                    if rel is not None and not (leaf in absent and absent[leaf][j])
+                )
+                for leaf, p in planned.items()
+            ),
+            default=0,
+        )
+        use = _decide(bound, planned, counts, candidate_rows, len(candidates), rules, opened)
         if use.used:
             key_schemas = {
                 (p.kind, p.column): pa.schema(
@@ -655,7 +667,13 @@ def _rows_of(path: str) -> int:
 
 
 def _decide(
-    bound: Expression, planned: Any, counts: Any, candidate_rows: int, files: int, rules: UseRules | None
+    bound: Expression,
+    planned: Any,
+    counts: Any,
+    candidate_rows: int,
+    files: int,
+    rules: UseRules | None,
+    opened: int = 0,
 ) -> IndexUse:
     lookups = {str(leaf): p.kind for leaf, p in planned.items()}
     n = len(planned)
@@ -677,6 +695,16 @@ def _decide(
             False,
             f"column statistics already keep {files} file(s) with {candidate_rows:,} rows: "
             "reading them is cheaper",
+            n,
+            None,
+            candidate_rows,
+            lookups,
+        )
+    if opened > rules.max_index_files:
+        return IndexUse(
+            False,
+            f"lookups would open {opened:,} index files, more than {rules.max_index_files}: scanning "
+            "the candidate files is cheaper",
             n,
             None,
             candidate_rows,

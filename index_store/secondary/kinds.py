@@ -197,6 +197,8 @@ class TermIndex:
 
         ref = Reference(leaf.term.name)
         literal = leaf.args[1] if len(leaf.args) > 1 else None
+        if isinstance(literal, pa.Scalar):  # bound leaves hold their literal as an arrow scalar
+            literal = literal.as_py()
         if leaf.op == "contains_term":
             return KeyLookup(EqualTo(ref, literal), exact=True)
         if leaf.op not in ("starts_with", "contains") or not isinstance(literal, str):

@@ -36,6 +36,7 @@ class UseRules:
     max_predicates: int = 10  # more indexed leaves than this: too many lookups (the RFC's rule)
     min_candidate_rows: int = 65_536  # statistics keep fewer rows than this: just read them
     max_selected_fraction: float = 0.2  # estimated selected rows above this share: read the files
+    max_index_files: int = 256  # lookups would open more index files than this: scan instead
 
 
 @dataclass(frozen=True)
