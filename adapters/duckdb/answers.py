@@ -16,11 +16,11 @@ translated exactly):
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.duckdb.scope import TableRef, conjuncts
+from adapters.duckdb.scope import TableRef, conjuncts, walk_dicts
 
 __all__ = ["COUNT_NAME", "CountQuery", "count_query", "existence_references"]
 
@@ -60,7 +60,7 @@ def existence_references(statement: Node, refs: Sequence[TableRef]) -> set[int]:
         and all(item.get("class") == "CONSTANT" for item in statement.get("select_list") or [])
     ):
         found.add(id(ref))
-    for node in _walk(statement):
+    for node in walk_dicts(statement):
         if node.get("class") == "SUBQUERY" and node.get("subquery_type") == "EXISTS":
             inner = (node.get("subquery") or {}).get("node") or {}
             ref = _sole_reference(inner, refs)
@@ -117,14 +117,3 @@ def _is_limit_one(modifier: Node) -> bool:
         and str(literal.get("text")) == "1"
         and literal.get("kind") in ("INTEGER", "BIGINT")
     )
-
-
-def _walk(root: Any) -> Iterator[Node]:
-    stack = [root]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            yield item
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)

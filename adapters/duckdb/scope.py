@@ -27,7 +27,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Pushable", "TableRef", "TableReferences", "column_refs", "conjuncts", "find_references"]
+__all__ = [
+    "Pushable",
+    "TableRef",
+    "TableReferences",
+    "column_refs",
+    "conjuncts",
+    "find_references",
+    "walk_dicts",
+]
 
 Node = dict[str, Any]
 QUERY_NODES = ("SELECT_NODE",)
@@ -90,7 +98,7 @@ def find_references(
     """
     cte_names = {name.lower() for name in _cte_names(statement)}
     found: list[TableRef] = []
-    for node in _walk_dicts(statement):
+    for node in walk_dicts(statement):
         if node.get("type") in QUERY_NODES and "from_table" in node:
             found.extend(_SelectScope(node, columns_of, cte_names).analyze())
     return TableReferences(found, cte_names)
@@ -260,7 +268,8 @@ def column_refs(node: Node, into_subqueries: bool = False) -> Iterator[Node]:
             stack.extend(item)
 
 
-def _walk_dicts(root: Any) -> Iterator[Node]:
+def walk_dicts(root: Any) -> Iterator[Node]:
+    """Every JSON object inside DuckDB's serialized statement ``root``, without recursion."""
     stack = [root]
     while stack:
         item = stack.pop()
@@ -272,7 +281,7 @@ def _walk_dicts(root: Any) -> Iterator[Node]:
 
 
 def _cte_names(root: Node) -> Iterator[str]:
-    for node in _walk_dicts(root):
+    for node in walk_dicts(root):
         cte_map = node.get("cte_map")
         if isinstance(cte_map, dict):
             for entry in cte_map.get("map") or []:
