@@ -72,6 +72,7 @@ import datetime as dt
 import io
 import itertools
 import json
+import os
 import re
 import shutil
 import sys
@@ -228,7 +229,7 @@ class Footers:
     """Compressed column chunk sizes of files, from their footers: per file, (row groups, leaf columns)."""
 
     def __init__(self, files: Sequence[Path]) -> None:
-        self.position = {str(p): i for i, p in enumerate(files)}
+        self.position = {os.path.realpath(p): i for i, p in enumerate(files)}
         self.sizes: list[np.ndarray] = []
         self.group_rows: list[np.ndarray] = []
         self.top: list[str] = []
@@ -255,7 +256,9 @@ class Footers:
 
     def bytes(self, files: Sequence[str] | None, columns: Sequence[str] | None) -> int:
         """Every chunk of ``columns`` (None: all) in ``files`` (None: all)."""
-        which = range(len(self.sizes)) if files is None else [self.position[str(f)] for f in files]
+        which = (
+            range(len(self.sizes)) if files is None else [self.position[os.path.realpath(f)] for f in files]
+        )
         leaves = self._leaves(columns)
         return int(sum(self.sizes[i][:, leaves].sum() for i in which))
 
@@ -264,7 +267,7 @@ class Footers:
     ) -> tuple[int, int]:
         """The chunks of ``columns`` in the row groups of ``file`` holding ``positions``; and how
         many row groups that is."""
-        i = self.position[str(file)]
+        i = self.position[os.path.realpath(file)]
         starts = np.concatenate([[0], np.cumsum(self.group_rows[i])[:-1]])
         groups = np.unique(np.searchsorted(starts, positions, side="right") - 1)
         return int(self.sizes[i][groups][:, self._leaves(columns)].sum()), len(groups)
