@@ -30,10 +30,21 @@ import numpy as np
 
 from index_store import RowSelection
 
-__all__ = ["BLOCK", "MAX_POSITIONS", "MAX_RANGES", "ROW_COLUMN", "RowRead", "first_row", "plan_reads"]
+__all__ = [
+    "BLOCK",
+    "GROUP_ROWS",
+    "MAX_POSITIONS",
+    "MAX_RANGES",
+    "ROW_COLUMN",
+    "RowRead",
+    "first_row",
+    "plan_reads",
+]
 
 ROW_COLUMN = "file_row_number"  # the column ``read_parquet(..., file_row_number = true)`` adds
 BLOCK = 2048  # DuckDB's vector size: the unit its Parquet scan skips inside a row group
+# Files of at most this many rows (a row group or so) share one position list in a read.
+GROUP_ROWS = 65_536
 MAX_POSITIONS = 1024  # longest IN list of one read
 MAX_RANGES = 32  # most row ranges in one file's filter
 
@@ -83,6 +94,10 @@ def plan_reads(selection: RowSelection) -> Reads:
             whole.append(path)
         elif len(positions) > MAX_POSITIONS:
             ranged.append(RowRead((path,), _ranges(blocks, n)))
+        elif n > GROUP_ROWS:
+            # A file of several row groups gets its own list: under a list shared with other
+            # files, each file would admit the row groups of their positions too.
+            ranged.append(RowRead((path,), _in_list(positions)))
         else:
             merged = np.union1d(union, positions)
             if group and len(merged) > MAX_POSITIONS:

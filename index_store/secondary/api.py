@@ -450,10 +450,12 @@ class SecondaryIndexes:
         loaded, bound = cand.loaded, cand.bound
         snap = loaded.snap
         usable = self._usable_manifest(loaded)
-        built = {
-            (t, c)
-            for t, c in zip(usable["index_type"].to_pylist(), usable["column"].to_pylist(), strict=True)
-        }
+        built = loaded.secondary.get("built")
+        if built is None:
+            pairs = usable.select(["index_type", "column"]).group_by(["index_type", "column"]).aggregate([])
+            built = loaded.secondary["built"] = set(
+                zip(pairs["index_type"].to_pylist(), pairs["column"].to_pylist(), strict=True)
+            )
         definitions = [
             IndexDefinition(d.name, tuple(c for c in d.columns if (d.index_type, c) in built), d.index_type)
             for d in snap.config.secondary_indexes

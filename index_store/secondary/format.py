@@ -13,6 +13,7 @@ entries describe.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,10 @@ __all__ = ["ROW_GROUP_ENTRIES", "FileInfo", "IndexFile", "entries_of", "index_fi
 
 FORMAT = 1
 META_KEY = b"hudi_index.secondary"
-ROW_GROUP_ENTRIES = 32_768
+# A row group of an index file holds at most this many entries and (unless one entry has more)
+# row ids: a lookup reads whole row groups of one column, so they are kept small.
+ROW_GROUP_ENTRIES = 8_192
+ROW_GROUP_IDS = 65_536
 BLOOM_FPP = 0.01
 _FIXED = [
     pa.field("count", pa.uint32(), nullable=False),
@@ -75,7 +79,7 @@ def entries_of(keys: pa.Array, rows: np.ndarray, row_count: int) -> pa.Table:
     lists = pa.ListArray.from_arrays(pa.array(offsets), pa.array(rows_sorted, pa.uint32()))
     bitmaps: list[bytes | None] = [None] * len(starts)
     if dense.any():
-        # Dense entries are few per file (each covers 1/16 of its rows or more).
+        # Dense entries are few per file (each covers a quarter of its rows or more).
         for i in np.flatnonzero(dense):
             bitmaps[i] = encode_bitmap(rows_sorted[starts[i] : starts[i] + counts[i]], row_count)
         lists = pc.if_else(pa.array(~dense), lists, pa.nulls(len(starts), lists.type))
@@ -106,11 +110,10 @@ def index_file_bytes(
         schema,
         compression="zstd",
         use_dictionary=False,
-        column_encoding={"count": "DELTA_BINARY_PACKED", "rows.list.item": "DELTA_BINARY_PACKED"},
+        column_encoding={"count": "DELTA_BINARY_PACKED", "rows.list.element": "DELTA_BINARY_PACKED"},
         write_statistics=[f.name for f in key_fields],
     ) as writer:
         for column, block in blocks.items():
-            groups = max(1, -(-len(block) // ROW_GROUP_ENTRIES))
             columns = {
                 f.name: block["key"] if f.name == column else pa.nulls(len(block), f.type) for f in key_fields
             }
@@ -118,7 +121,10 @@ def index_file_bytes(
                 {**columns, "count": block["count"], "rows": block["rows"], "bitmap": block["bitmap"]},
                 schema=schema,
             )
-            writer.write_table(table, row_group_size=ROW_GROUP_ENTRIES)
+            cuts = _row_group_cuts(block["count"].to_numpy())
+            for start, stop in itertools.pairwise(cuts):
+                writer.write_table(table.slice(start, stop - start), row_group_size=ROW_GROUP_ENTRIES)
+            groups = len(cuts) - 1
             layout[column] = [next_group, next_group + groups]
             next_group += groups
             count = block["count"].to_numpy()
@@ -150,6 +156,20 @@ def index_file_bytes(
             }
         )
     return sink.getvalue(), counts
+
+
+def _row_group_cuts(counts: np.ndarray) -> list[int]:
+    """Entry positions where row groups start (and the end): a new group after ``ROW_GROUP_ENTRIES``
+    entries or once ``ROW_GROUP_IDS`` row ids are in the current one. At least one group."""
+    cuts, start, ids = [0], 0, np.cumsum(counts.astype(np.int64))
+    while start < len(counts):
+        base = ids[start - 1] if start else 0
+        # The first entry that would take the group past the row-id budget (at least one entry).
+        over = int(np.searchsorted(ids, base + ROW_GROUP_IDS, side="right"))
+        stop = min(start + ROW_GROUP_ENTRIES, max(over, start + 1), len(counts))
+        cuts.append(stop)
+        start = stop
+    return cuts if len(cuts) > 1 else [0, 0]
 
 
 def _bloom_of(keys: pa.Array) -> bytes:

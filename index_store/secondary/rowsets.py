@@ -1,11 +1,14 @@
 """Row-id sets of a secondary index entry: sorted positions, or a compressed bitmap when dense.
 
 Most values of an unclustered column occur a few times per base file: those row ids are stored
-as a plain sorted ``uint32`` list, which parquet's encodings compress to about two bytes each and
-which needs no per-value Python work to build. A value (or term) covering at least
-``1 / DENSE_FRACTION`` of the file's rows is stored instead as a bitarray sparse-compressed bitmap
-(``bitarray.util.sc_encode``), which measured smaller than a roaring bitmap (pyroaring's portable
-format) at every density we tried; see ``benchmarks/secondary_bench.py --codecs``.
+as a sorted ``uint32`` list, which parquet's delta encoding and zstd bring to about 1.2-2.6 bytes
+an id and which needs no per-value Python work to build. A key covering at least
+``1 / DENSE_FRACTION`` of the file's rows is stored as a bitmap instead, compressed with
+bitarray's sparse encoding (``bitarray.util.sc_encode``): below that density delta-encoded lists
+measured smaller than both bitmap encodings, and of the two bitmap encodings, stored in zstd
+parquet, ``sc_encode`` was smaller than a roaring bitmap (pyroaring, ``run_optimize``) on small
+files and within 15% on large ones, with no extra dependency (``benchmarks/secondary_bench.py
+--codecs``).
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ from bitarray.util import sc_decode, sc_encode
 
 __all__ = ["DENSE_FRACTION", "decode_bitmap", "encode_bitmap", "is_dense", "mask_of"]
 
-DENSE_FRACTION = 16
-_MIN_DENSE = 64  # below this many rows a list is never larger than a bitmap worth encoding
+DENSE_FRACTION = 4
+_MIN_DENSE = 64  # below this many rows a list is never larger than a bitmap
 
 
 def is_dense(counts: np.ndarray, row_count: int) -> np.ndarray:
@@ -53,7 +56,7 @@ def mask_of(
     mask[positions] = True
     blobs = bitmaps.combine_chunks() if isinstance(bitmaps, pa.ChunkedArray) else bitmaps
     if blobs.null_count < len(blobs):
-        # Few per file by construction (each covers 1/16 of the rows or more): a loop is bounded.
+        # Few per file by construction (each covers a quarter of the rows or more): a bounded loop.
         for blob in blobs.drop_null().to_pylist():
             positions = decode_bitmap(blob)
             if len(positions) and int(positions[-1]) >= row_count:

@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.duckdb import QueryPlan, TablePlan, plan, register, register_macros, sql
-from adapters.duckdb.rows import BLOCK, MAX_POSITIONS, ROW_COLUMN, RowRead, plan_reads
+from adapters.duckdb.rows import BLOCK, GROUP_ROWS, MAX_POSITIONS, ROW_COLUMN, RowRead, plan_reads
 from adapters.statements import StatementError
 from index_store import IndexedTable, RowSelection, open_table
 from index_store.secondary import FileRows, IndexUse
@@ -567,12 +567,21 @@ def test_plan_reads_kinds() -> None:
         )
     )
     assert (reads.files, reads.by_rows, reads.dropped) == (5, 3, 2)
-    whole, grouped, ranged = reads.reads
+    whole, *by_rows = reads.reads
     assert whole == RowRead(("/f0", "/f3"), None)
-    assert grouped.files == ("/f4", "/f5") and grouped.condition == f"{ROW_COLUMN} IN (3, 70000, 99999)"
-    assert ranged.files == ("/f6",)
-    assert ranged.condition == f"{ROW_COLUMN} BETWEEN {5 * BLOCK} AND {7 * BLOCK - 1}"
+    # Files of several row groups never share a position list (each would admit the other's).
+    conditions = {r.files: r.condition for r in by_rows}
+    assert conditions[("/f4",)] == f"{ROW_COLUMN} IN (3, 70000)"
+    assert conditions[("/f5",)] == f"{ROW_COLUMN} IN (3, 99999)"
+    assert conditions[("/f6",)] == f"{ROW_COLUMN} BETWEEN {5 * BLOCK} AND {7 * BLOCK - 1}"
     assert reads.selected is None  # f0 has no mask
+
+
+def test_plan_reads_groups_small_files() -> None:
+    n = GROUP_ROWS  # a small file: one row group or so
+    reads = plan_reads(_selection([_mask(n, [3, 60_000]), _mask(n, [3, 9])], [n] * 2))
+    [grouped] = reads.reads
+    assert grouped.files == ("/f0", "/f1") and grouped.condition == f"{ROW_COLUMN} IN (3, 9, 60000)"
 
 
 def test_plan_reads_splits_long_lists() -> None:
