@@ -112,6 +112,11 @@ class IndexTimeline:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.dir = root / "timeline"
+        # The newest replay, the versions on disk it was made from, and the (size, mtime) of the
+        # entries it read: entries are never rewritten, so the same listing and unchanged entries
+        # give the same snapshot (a listing and a stat per replayed entry, no reads). The stats
+        # still catch an entry damaged in place.
+        self._replayed: tuple[tuple[int, ...], list[tuple[Path, int, int]], Snapshot] | None = None
 
     def versions(self) -> list[int]:
         """Versions of complete entries, ascending (temporary files are not entries)."""
@@ -141,6 +146,13 @@ class IndexTimeline:
         versions = [v for v in self.versions() if version is None or v <= version]
         if not versions:
             return Snapshot.empty()
+        cached = self._replayed
+        if (
+            cached is not None
+            and cached[0] == tuple(versions)
+            and all(_signature(path) == (size, mtime) for path, size, mtime in cached[1])
+        ):
+            return cached[2]
         # Walk back to the newest checkpoint, then forward applying each commit.
         chain: list[Commit] = []
         for v in reversed(versions):
@@ -161,7 +173,7 @@ class IndexTimeline:
             for p, files in commit.added.items():
                 live.setdefault(p, {}).update(dict.fromkeys(files))
         last = chain[-1]
-        return Snapshot(
+        snap = Snapshot(
             version=last.version,
             live={p: tuple(fs) for p, fs in live.items()},
             schema=last.schema,
@@ -170,6 +182,9 @@ class IndexTimeline:
             config=last.config,
             checkpoint_version=chain[0].version,
         )
+        entries = [(self.path(c.version), *_signature(self.path(c.version))) for c in chain]
+        self._replayed = (tuple(versions), entries, snap)
+        return snap
 
     def create(self, commit: Commit) -> bool:
         """Create the entry of ``commit.version``; False if that version exists (another writer won)."""
@@ -187,6 +202,15 @@ class IndexTimeline:
             tmp.unlink(missing_ok=True)
         _fsync_dir(self.dir)
         return True
+
+
+def _signature(path: Path) -> tuple[int, int]:
+    """(size, mtime in ns) of a timeline entry; (-1, -1) when it is gone."""
+    try:
+        st = path.stat()
+    except OSError:
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -12,7 +12,6 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -52,6 +51,7 @@ from index_store.secondary.select import (
     expand,
     plan_lookups,
     select_rows,
+    worker_pool,
 )
 from index_store.tables.base import TableReader
 from index_store.timeline import Commit, IndexTimeline, Snapshot
@@ -597,7 +597,7 @@ class SecondaryIndexes:
             return read_file_rows(path, positions, needed, values, schema, residual).select(wanted)
 
         # pyarrow releases the GIL while it reads and decodes: a few files at once.
-        parts = [one(j) for j in jobs] if len(jobs) <= 1 else list(_read_pool().map(one, jobs))
+        parts = [one(j) for j in jobs] if len(jobs) <= 1 else list(worker_pool().map(one, jobs))
         if not parts:
             return out_schema.empty_table()
         return pa.concat_tables(parts).cast(out_schema)
@@ -642,18 +642,6 @@ class SecondaryIndexes:
             [selection.partition_values[i] for i in which],
         )
         return len(self._read_selection(sub, expr, needed))
-
-
-_POOL: list[ThreadPoolExecutor] = []
-
-
-def _read_pool() -> ThreadPoolExecutor:
-    """A thread pool kept for the process: reading a handful of rows must not start threads."""
-    if not _POOL:
-        _POOL.append(
-            ThreadPoolExecutor(max_workers=min(8, 2 * (os.cpu_count() or 2)), thread_name_prefix="hudi-read")
-        )
-    return _POOL[0]
 
 
 def _under_instant(rel: str, version: int) -> str:

@@ -11,6 +11,7 @@ row needs checking.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from index_store.secondary.definitions import IndexDefinition
 from index_store.secondary.format import IndexFile
 from index_store.secondary.kinds import KeyLookup, index_kind
 
-__all__ = ["FileRows", "IndexUse", "UseRules", "plan_lookups", "select_rows"]
+__all__ = ["FileRows", "IndexUse", "UseRules", "plan_lookups", "select_rows", "worker_pool"]
 
 
 @dataclass(frozen=True)
@@ -156,10 +157,21 @@ def select_rows(
         mask, exact = _combine(bound, leaf_rows)
         return FileRows(mask, exact)
 
-    if len(candidates) <= 4:
+    if len(candidates) <= 2:
         return [one(i) for i in candidates]
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return list(pool.map(one, candidates))
+    return list(worker_pool().map(one, candidates))
+
+
+_POOL: list[ThreadPoolExecutor] = []
+
+
+def worker_pool() -> ThreadPoolExecutor:
+    """A thread pool kept for the process (pyarrow releases the GIL while it reads and decodes):
+    a lookup of a few rows must not pay for starting threads."""
+    if not _POOL:
+        workers = min(8, 2 * (os.cpu_count() or 2))
+        _POOL.append(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hudi-secondary"))
+    return _POOL[0]
 
 
 _Rows = tuple[np.ndarray | None, bool]
