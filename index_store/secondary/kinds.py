@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from hudi_expr import EqualTo, Expression, Predicate, Reference
-from hudi_expr.types import describe_type, is_binary_like, is_float_type, is_string_like
+from hudi_expr.types import describe_type, is_comparable_type, is_float_type, is_string_like
 
 __all__ = [
     "IndexKind",
@@ -116,16 +116,8 @@ class ValueIndex:
                 f"column {column!r} is {describe_type(t)}: a value index does not index floating point "
                 "columns (NaN and -0.0 have no single key); index an integer or decimal column"
             )
-        supported = (
-            pa.types.is_integer(t)
-            or pa.types.is_boolean(t)
-            or pa.types.is_decimal(t)
-            or pa.types.is_date(t)
-            or pa.types.is_timestamp(t)
-            or is_string_like(t)
-            or is_binary_like(t)
-        )
-        if not supported:
+        # The types predicates bind to and order (floats were refused above).
+        if not is_comparable_type(t):
             raise UnsupportedColumnError(
                 f"column {column!r} is {describe_type(t)}: a value index needs an integer, decimal, "
                 "boolean, string, binary, date or timestamp column"
