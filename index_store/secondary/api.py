@@ -71,7 +71,7 @@ class IndexStatus:
     name: str
     index_type: str
     columns: tuple[str, ...]
-    files_indexed: int  # live base files whose index file covers every column, as they are now
+    files_indexed: int  # live base files (as the index knows them) with an index file of every column
     live_files: int
     created: int  # the index version that recorded the definition
 
@@ -431,7 +431,10 @@ class SecondaryIndexes:
     # --------------------------------------------------------------------------------- reading
 
     def select(
-        self, expr: Expression, rules: UseRules | None = None, on_corrupt: str = "raise"
+        self,
+        expr: Expression,
+        rules: UseRules | None = None,
+        on_corrupt: Literal["raise", "scan", "keep_all"] = "raise",
     ) -> RowSelection:
         """The candidate rows of each file for ``expr`` (see ``row_ids``); with ``rules`` the index is
         used only when they say it pays (otherwise every candidate file has all its rows).
