@@ -29,7 +29,7 @@ from hudi_expr import BloomFilter, Expression, FileStats, In, Reference, might_m
 from index_store.errors import IndexCorruptError
 from index_store.secondary.rowsets import encode_bitmap, is_dense, mask_of
 
-__all__ = ["ROW_GROUP_ENTRIES", "FileInfo", "IndexFile", "entries_of", "index_file_bytes"]
+__all__ = ["ROW_GROUP_ENTRIES", "FileInfo", "IndexFile", "entries_of", "index_file_bytes", "open_cached"]
 
 FORMAT = 1
 META_KEY = b"hudi_index.secondary"
@@ -252,3 +252,11 @@ class IndexFile:
         except (ValueError, TypeError, pa.ArrowException):
             return list(groups)  # statistics it cannot read: read every group of the column
         return [g for g, k in zip(groups, keep, strict=True) if k]
+
+
+def open_cached(opened: dict[str, IndexFile], index_root: Path, rel: str) -> IndexFile:
+    """The index file ``rel``, opened once per ``opened`` cache (index files are immutable)."""
+    handle = opened.get(rel)
+    if handle is None:
+        handle = opened.setdefault(rel, IndexFile(index_root / rel))
+    return handle

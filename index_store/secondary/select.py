@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from hudi_expr import AlwaysFalse, AlwaysTrue, And, Expression, Or, Predicate
 from index_store.errors import IndexCorruptError
 from index_store.secondary.definitions import IndexDefinition
-from index_store.secondary.format import IndexFile
+from index_store.secondary.format import IndexFile, open_cached
 from index_store.secondary.kinds import KeyLookup, index_kind
 
 __all__ = ["FileRows", "IndexUse", "UseRules", "plan_lookups", "select_rows", "worker_pool"]
@@ -134,9 +134,7 @@ def select_rows(
             if leaf in absent and absent[leaf][i]:
                 return np.zeros(n, dtype=bool), True
             try:
-                handle = opened.get(rel)
-                if handle is None:
-                    handle = opened.setdefault(rel, IndexFile(index_root / rel))
+                handle = open_cached(opened, index_root, rel)
                 info = handle.info
                 about = expected[i] if expected is not None else (info.path, info.size, info.mtime_ns)
                 if (

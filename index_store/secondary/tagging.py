@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from index_store.errors import IndexCorruptError
-from index_store.secondary.format import IndexFile
+from index_store.secondary.format import IndexFile, open_cached
 from index_store.tagging.verify import Verified
 
 __all__ = ["key_values", "verify_with_index"]
@@ -82,7 +82,7 @@ def verify_with_index(
             without.append(pairs)
             continue
         try:
-            handle = opened.get(rel) or opened.setdefault(rel, IndexFile(index_root / rel))
+            handle = open_cached(opened, index_root, rel)
             if column not in handle.layout:
                 raise IndexCorruptError(str(index_root / rel), f"holds no {column!r}")
             usable = pairs[ok[key_idx[pairs]]]
