@@ -47,7 +47,7 @@ from hudi_expr import (
     Reference,
     StartsWith,
 )
-from hudi_expr.expressions import LiteralPredicate
+from hudi_expr.expressions import Applied, LiteralPredicate
 from hudi_expr.terms import normalize_term
 from hudi_expr.translation import Translation
 
@@ -104,7 +104,7 @@ class Column:
     rounded to one the way ``hudi_expr`` reads it.
     """
 
-    ref: Reference
+    ref: Reference | Applied  # a column, or a monotonic function of one (``year(d)``)
     float_as_double: bool = False
 
 
@@ -453,7 +453,7 @@ def _compare(op: type[LiteralPredicate], column: Column, value: Any) -> Expressi
     return op(column.ref, value)
 
 
-def like(ref: Reference, pattern: str, escape: str | None = None) -> Expression:
+def like(ref: Reference | Applied, pattern: str, escape: str | None = None) -> Expression:
     """``ref LIKE pattern`` as an equality, a prefix or a substring test (``'%text%'``); raises
     ``Untranslatable`` otherwise.
 
@@ -488,7 +488,9 @@ def like(ref: Reference, pattern: str, escape: str | None = None) -> Expression:
     if not leading and not trailing:
         return EqualTo(ref, text)
     if not text:
-        return IsNotNull(ref)  # '%' matches every non-null string
+        # '%' matches every non-null string, and NOT LIKE '%' none: StartsWith('') negates exactly
+        # (binding makes it IS NOT NULL, its negation FALSE; IS NOT NULL's would be IS NULL).
+        return StartsWith(ref, "")
     if not leading:
         return StartsWith(ref, text)
     if not trailing:

@@ -23,7 +23,7 @@ from hudi_expr import (
     NotEqualTo,
     Reference,
 )
-from hudi_expr.expressions import LiteralPredicate
+from hudi_expr.expressions import Applied, LiteralPredicate
 
 __all__ = ["compare_float_as_double", "float32_exact"]
 
@@ -36,7 +36,7 @@ def float32_exact(value: Any) -> bool:
         return value != value or float(np.float32(value)) == value
 
 
-def compare_float_as_double(op: type[LiteralPredicate], ref: Reference, value: Any) -> Expression:
+def compare_float_as_double(op: type[LiteralPredicate], ref: Reference | Applied, value: Any) -> Expression:
     """``op(ref, value)`` for a float32 column ``ref`` compared with ``value`` as doubles.
 
     ``op`` is EqualTo, NotEqualTo, LessThan, LessThanOrEqual, GreaterThan or GreaterThanOrEqual.

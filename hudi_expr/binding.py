@@ -22,6 +22,7 @@ from hudi_expr.errors import BindError
 from hudi_expr.expressions import (
     AlwaysFalse,
     And,
+    Applied,
     BoundReference,
     Contains,
     ContainsTerm,
@@ -65,19 +66,29 @@ __all__ = ["bind", "merge_equalities", "resolve"]
 
 _ALWAYS_FALSE = AlwaysFalse()
 
+# A column, or a monotonic function of one: both have a name, a type and a nullability.
+BoundTerm = BoundReference | Applied
+
 
 def bind(expr: Expression, schema: pa.Schema, case_sensitive: bool = True) -> Expression:
     """A NOT-free copy of ``expr`` whose leaves reference typed columns with coerced literals."""
     cache: dict[str, BoundReference] = {}
 
-    def bind_leaf(leaf: Predicate) -> Expression:
-        if isinstance(leaf.term, BoundReference):
-            return leaf
-        name = leaf.term.name
-        ref = cache.get(name)
+    def bind_term(term: Reference | BoundReference | Applied) -> BoundReference | Applied:
+        if term.is_bound:
+            return term  # type: ignore[return-value]  # a bound term is one of those two
+        if isinstance(term, Applied):
+            # The function's result type decides how literals coerce (BindError if not monotonic).
+            return Applied(term.transform, bind_term(term.term))
+        ref = cache.get(term.name)
         if ref is None:
-            ref = cache[name] = resolve(schema, name, case_sensitive)
-        return _bind_predicate(leaf, ref)
+            ref = cache[term.name] = resolve(schema, term.name, case_sensitive)
+        return ref
+
+    def bind_leaf(leaf: Predicate) -> Expression:
+        if leaf.is_bound:
+            return leaf
+        return _bind_predicate(leaf, bind_term(leaf.term))
 
     return transform_leaves(merge_equalities(rewrite_not(expr)), bind_leaf)
 
@@ -203,7 +214,7 @@ def _bound(field: pa.Field, path: tuple[str, ...], chain: list[pa.Field]) -> Bou
     return BoundReference(".".join(path), path, t, nullable=any(f.nullable for f in chain))
 
 
-def _bind_predicate(leaf: Predicate, ref: BoundReference) -> Expression:
+def _bind_predicate(leaf: Predicate, ref: BoundTerm) -> Expression:
     t = ref.type
     if isinstance(leaf, UnaryPredicate):
         return _bind_unary(leaf, ref)
@@ -219,7 +230,7 @@ def _bind_predicate(leaf: Predicate, ref: BoundReference) -> Expression:
     return _fold_comparison(type(leaf), ref, coerce_literal(leaf.literal, t, ref.name))
 
 
-def _bind_unary(leaf: UnaryPredicate, ref: BoundReference) -> Expression:
+def _bind_unary(leaf: UnaryPredicate, ref: BoundTerm) -> Expression:
     if isinstance(leaf, (IsNaN, IsNotNaN)) and not is_float_type(ref.type):
         # Only floats hold NaN: isnan(x) is never TRUE elsewhere, NOT isnan(x) is x IS NOT NULL.
         return _ALWAYS_FALSE if isinstance(leaf, IsNaN) else IsNotNull(ref)
@@ -228,7 +239,7 @@ def _bind_unary(leaf: UnaryPredicate, ref: BoundReference) -> Expression:
     return type(leaf)(ref)
 
 
-def _fold_comparison(kind: type[LiteralPredicate], ref: BoundReference, c: Coerced) -> Expression:
+def _fold_comparison(kind: type[LiteralPredicate], ref: BoundTerm, c: Coerced) -> Expression:
     """One comparison with a coerced literal, rewritten to keep exactly its TRUE rows."""
     if c.kind == "exact":
         return kind(ref, c.value)
@@ -265,7 +276,7 @@ def _fold_comparison(kind: type[LiteralPredicate], ref: BoundReference, c: Coerc
     return IsNotNull(ref) if holds_for_all else _ALWAYS_FALSE
 
 
-def _bind_prefix(leaf: Predicate, ref: BoundReference) -> Expression:
+def _bind_prefix(leaf: Predicate, ref: BoundTerm) -> Expression:
     assert isinstance(leaf, LiteralPredicate)
     t = ref.type
     prefix: Any = leaf.literal
@@ -298,7 +309,7 @@ def _bind_prefix(leaf: Predicate, ref: BoundReference) -> Expression:
     return type(leaf)(ref, pa.scalar(prefix, scalar_type))
 
 
-def _bind_text_search(leaf: LiteralPredicate, ref: BoundReference) -> Expression:
+def _bind_text_search(leaf: LiteralPredicate, ref: BoundTerm) -> Expression:
     """contains and contains_term: a string column, and text (a word: one term, lower-cased)."""
     t = ref.type
     if not is_string_like(t):
@@ -324,7 +335,7 @@ def _bind_text_search(leaf: LiteralPredicate, ref: BoundReference) -> Expression
     return type(leaf)(ref, pa.scalar(text, pa.string()))
 
 
-def _bind_set(leaf: SetPredicate, ref: BoundReference) -> Expression:
+def _bind_set(leaf: SetPredicate, ref: BoundTerm) -> Expression:
     t = ref.type
     values = leaf.values
     has_nan = False

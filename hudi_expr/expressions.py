@@ -14,15 +14,19 @@ import decimal
 import math
 import string
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    from hudi_expr.transforms import Transform
 
 __all__ = [
     "AlwaysFalse",
     "AlwaysTrue",
     "And",
+    "Applied",
     "BoundReference",
     "Column",
     "Contains",
@@ -100,6 +104,15 @@ class Reference(_Immutable):
     def __reduce__(self) -> tuple[Any, ...]:
         return (Reference, (self.name,))
 
+    @property
+    def column(self) -> Reference:
+        """The column itself (an ``Applied`` term's ``column`` is the column under its function)."""
+        return self
+
+    @property
+    def is_bound(self) -> bool:
+        return False
+
     def __repr__(self) -> str:
         return f"Reference({self.name!r})"
 
@@ -130,15 +143,77 @@ class BoundReference(_Immutable):
     def __reduce__(self) -> tuple[Any, ...]:
         return (BoundReference, (self.name, self.path, self.type, self.nullable))
 
+    @property
+    def column(self) -> BoundReference:
+        return self
+
+    @property
+    def is_bound(self) -> bool:
+        return True
+
     def __repr__(self) -> str:
         return f"BoundReference({self.name!r}, {self.type})"
 
 
-Term = Reference | BoundReference
+class Applied(_Immutable):
+    """A monotonic function of one column, ``year(d)`` or ``q * 2``: a term whose statistics are the
+    column's mapped through the function (``hudi_expr.transforms``).
+
+    ``name`` is its SQL-like text, never a column's name, so code that looks terms up by column
+    name finds nothing for it and keeps every file. Once its column is bound it has the ``type``
+    of the function's result (``BindError`` when the function is not monotonic on that type).
+    """
+
+    __slots__ = ("name", "nullable", "term", "transform", "type")
+    transform: Transform
+    term: Term
+    name: str
+    type: pa.DataType | None
+    nullable: bool
+
+    def __init__(self, transform: Transform, term: Any) -> None:
+        from hudi_expr.transforms import Transform
+
+        if not isinstance(transform, Transform):
+            raise TypeError(f"expected a hudi_expr.transforms.Transform, got {transform!r}")
+        t = _as_term(term)
+        source = t.type if isinstance(t, (BoundReference, Applied)) else None
+        result = transform.result_type(source) if source is not None else None
+        self._set(
+            transform=transform,
+            term=t,
+            name=transform.sql(t.name),
+            type=result,
+            nullable=t.nullable if isinstance(t, (BoundReference, Applied)) else True,
+        )
+
+    @property
+    def column(self) -> Reference | BoundReference:
+        """The column under the function(s)."""
+        return self.term.column
+
+    @property
+    def is_bound(self) -> bool:
+        return self.term.is_bound
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Applied and other.transform == self.transform and other.term == self.term
+
+    def __hash__(self) -> int:
+        return hash(("applied", self.transform, self.term))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Applied, (self.transform, self.term))
+
+    def __repr__(self) -> str:
+        return f"Applied({self.transform!r}, {self.term!r})"
+
+
+Term = Reference | BoundReference | Applied
 
 
 def _as_term(term: Any) -> Term:
-    if isinstance(term, (Reference, BoundReference)):
+    if isinstance(term, (Reference, BoundReference, Applied)):
         return term
     if isinstance(term, Column):
         return term.ref
@@ -243,7 +318,7 @@ class Expression(_Immutable):
 
     def references(self) -> list[str]:
         """Names of the columns the expression uses, in first-use order."""
-        return list(dict.fromkeys(leaf.term.name for leaf in self.leaves()))
+        return list(dict.fromkeys(leaf.term.column.name for leaf in self.leaves()))
 
     def bind(self, schema: pa.Schema, case_sensitive: bool = True) -> Expression:
         """Resolve columns and coerce literals; the result is NOT-free (negation normal form)."""
@@ -489,7 +564,7 @@ class Predicate(Expression):
 
     @property
     def is_bound(self) -> bool:
-        return isinstance(self.term, BoundReference)
+        return self.term.is_bound
 
     @property
     def args(self) -> tuple[Any, ...]:

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from hudi_expr.expressions import (
     And,
+    Applied,
     BoundReference,
     Expression,
     Not,
@@ -69,8 +70,11 @@ def _join(fragment: Fragment) -> str:
     return "".join(out)
 
 
-def quote_column(term: Reference | BoundReference) -> str:
-    """Dotted path with each part quoted when it is not a plain identifier."""
+def quote_column(term: Reference | BoundReference | Applied) -> str:
+    """Dotted path with each part quoted when it is not a plain identifier; a function of a column
+    as DuckDB writes it (``year(d)``)."""
+    if isinstance(term, Applied):
+        return term.transform.sql(quote_column(term.term))
     parts = term.path if isinstance(term, BoundReference) else tuple(term.name.split("."))
     return ".".join(_quote(p) for p in parts)
 

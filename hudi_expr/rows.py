@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_expr.expressions import And, BoundReference, Expression, Not, Or, Reference
+from hudi_expr.expressions import And, Applied, BoundReference, Expression, Not, Or, Reference
 from hudi_expr.terms import normalize_term, term_regex
 from hudi_expr.types import is_float_type
 from hudi_expr.visitors import PredicateVisitor, rewrite_not, visit
@@ -69,7 +69,11 @@ def _combine(part: Any) -> pc.Expression:
 _GROUP = 64
 
 
-def _field(term: Reference | BoundReference) -> pc.Expression:
+def _field(term: Reference | BoundReference | Applied) -> pc.Expression:
+    if isinstance(term, Applied):
+        if term.term.type is None:  # type: ignore[union-attr]  # a Reference has no type: unbound
+            raise TypeError(f"{term.name}: a function of a column needs a bound expression (pass schema)")
+        return term.transform.row_expression(_field(term.term), term.term.type)  # type: ignore[union-attr]
     path = term.path if isinstance(term, BoundReference) else tuple(term.name.split("."))
     field = pc.field(*path) if len(path) > 1 else pc.field(path[0])
     if isinstance(term, BoundReference) and pa.types.is_float16(term.type):
@@ -78,7 +82,8 @@ def _field(term: Reference | BoundReference) -> pc.Expression:
 
 
 def _is_float(term: Any) -> bool:
-    return isinstance(term, BoundReference) and is_float_type(term.type)
+    t = getattr(term, "type", None)
+    return isinstance(term, (BoundReference, Applied)) and t is not None and is_float_type(t)
 
 
 def _scalar(value: Any) -> Any:
@@ -178,7 +183,7 @@ def _values(values: Any) -> Any:
 def _text(term: Any) -> pc.Expression:
     # The string kernels take no dictionary, view or fixed-size binary: a bound term knows the
     # value type to decode to, and the other types hold the same bytes.
-    if not isinstance(term, BoundReference):
+    if not isinstance(term, (BoundReference, Applied)) or term.type is None:
         return _field(term)
     t = term.type
     if pa.types.is_fixed_size_binary(t):

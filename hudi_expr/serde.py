@@ -2,7 +2,8 @@
 
 Shape: ``true``, ``false``, ``{"and": [...]}``, ``{"or": [...]}``, ``{"not": e}`` and leaves
 ``{"op": "lt", "column": "a", "value": 5}`` / ``{"op": "in", "column": "a", "values": [...]}`` /
-``{"op": "is_null", "column": "a"}``, where ``op`` is the tag the leaf's class declares. AND/OR
+``{"op": "is_null", "column": "a"}``, where ``op`` is the tag the leaf's class declares; a leaf on
+a function of its column lists them innermost first, ``"functions": [{"name": "year"}]``. AND/OR
 chains are written flat (n-ary), so a 10,000-deep chain is a list, not 10,000 nested objects.
 JSON-native literals (int, str, bool, finite float) are written as they are; others are tagged:
 ``{"decimal": "1.50"}``, ``{"date": "2024-01-02"}``, ``{"timestamp": "2024-01-02T03:04:05+00:00"}``,
@@ -26,6 +27,7 @@ from hudi_expr.expressions import (
     AlwaysFalse,
     AlwaysTrue,
     And,
+    Applied,
     Expression,
     LiteralPredicate,
     Not,
@@ -36,6 +38,8 @@ from hudi_expr.expressions import (
     leaf_class,
     leaf_classes,
 )
+from hudi_expr.transforms import to_dict as transform_to_dict
+from hudi_expr.transforms import transform_from_dict
 from hudi_expr.visitors import ExpressionVisitor, visit
 
 __all__ = ["from_dict", "from_json", "to_dict", "to_json"]
@@ -83,7 +87,10 @@ class _ToDict(ExpressionVisitor[Any]):
         return self._junction("or", left, right)
 
     def visit_predicate(self, leaf: Predicate) -> Any:
-        out: dict[str, Any] = {"op": leaf.op, "column": leaf.term.name}
+        out: dict[str, Any] = {"op": leaf.op, "column": leaf.term.column.name}
+        functions = _functions(leaf.term)
+        if functions:
+            out["functions"] = functions
         if isinstance(leaf, LiteralPredicate):
             out["value"] = _encode(leaf.literal)
         elif isinstance(leaf, SetPredicate):
@@ -115,9 +122,18 @@ def from_dict(data: Any) -> Expression:
     if cls is None:
         known = sorted(leaf.op for leaf in leaf_classes())
         raise ExpressionFormatError(f"unknown predicate op {op!r}; known: {known}")
-    column = data.get("column")
-    if not isinstance(column, str):
-        raise ExpressionFormatError(f"predicate {op!r} needs a string 'column', got {column!r}")
+    name = data.get("column")
+    if not isinstance(name, str):
+        raise ExpressionFormatError(f"predicate {op!r} needs a string 'column', got {name!r}")
+    column: Any = name
+    functions = data.get("functions", [])
+    if not isinstance(functions, list):
+        raise ExpressionFormatError(f"'functions' must be a list, innermost first; got {functions!r}")
+    for item in functions:
+        try:
+            column = Applied(transform_from_dict(item), column)
+        except (TypeError, ValueError) as exc:
+            raise ExpressionFormatError(f"bad function {item!r} in predicate {op!r}: {exc}") from None
     try:
         if issubclass(cls, UnaryPredicate):
             return cls(column)
@@ -129,6 +145,15 @@ def from_dict(data: Any) -> Expression:
         raise ExpressionFormatError(f"predicate {op!r} is missing {exc}") from None
     except (TypeError, ValueError) as exc:
         raise ExpressionFormatError(f"bad predicate {data!r}: {exc}") from None
+
+
+def _functions(term: Any) -> list[dict[str, Any]]:
+    """The functions applied to a leaf's column, innermost first (``[]`` for a plain column)."""
+    out: list[dict[str, Any]] = []
+    while isinstance(term, Applied):
+        out.append(transform_to_dict(term.transform))
+        term = term.term
+    return out[::-1]
 
 
 # ------------------------------------------------------------------------------------ literals

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_expr.expressions import And, BoundReference, Not, Or, Predicate
+from hudi_expr.expressions import And, Applied, BoundReference, Not, Or, Predicate
 from hudi_expr.stats import ColumnStats, FileStats
 from hudi_expr.types import is_binary_like, is_float_type, is_string_like
 from hudi_expr.visitors import PredicateVisitor
@@ -63,12 +63,21 @@ class StatsView:
         """Files known to hold no rows (they match nothing, and every row of them matches)."""
         return to_mask(pc.equal(self.stats.row_count, 0), unknown=False)
 
-    def column(self, term: BoundReference) -> ColumnView | None:
+    def column(self, term: BoundReference | Applied) -> ColumnView | None:
         if term.name not in self._columns:
-            cs = self.stats.column(term.name)
-            ok = cs is not None and cs.min.type == term.type
-            self._columns[term.name] = ColumnView(cs, self.stats.row_count, term.type) if ok else None
+            self._columns[term.name] = self._view(term)
         return self._columns[term.name]
+
+    def _view(self, term: BoundReference | Applied) -> ColumnView | None:
+        if isinstance(term, Applied):
+            # A monotonic function's statistics are its column's, mapped (see hudi_expr.transforms).
+            inner = self.column(term.term)  # type: ignore[arg-type]  # bound: checked by the caller
+            if inner is None or term.type is None:
+                return None
+            return ColumnView(applied_stats(term, inner), self.stats.row_count, term.type)
+        cs = self.stats.column(term.name)
+        ok = cs is not None and cs.min.type == term.type
+        return ColumnView(cs, self.stats.row_count, term.type) if ok else None
 
 
 class ColumnView:
@@ -188,13 +197,25 @@ class StatsEvaluator(PredicateVisitor[np.ndarray]):
         return left | right
 
     def visit_predicate(self, leaf: Predicate) -> np.ndarray:
-        if not isinstance(leaf.term, BoundReference):
+        if not leaf.is_bound:
             raise TypeError(f"{self.purpose} needs a bound expression; {leaf} is not bound")
-        col = self.view.column(leaf.term)
+        col = self.view.column(leaf.term)  # type: ignore[arg-type]  # bound: BoundReference or Applied
         if col is None:
             return np.full(self.n, self.unknown, dtype=bool)
         self.col = col
         return to_mask(super().visit_predicate(leaf), unknown=self.unknown)
+
+
+def applied_stats(term: Applied, column: ColumnView) -> ColumnStats:
+    """The statistics of ``f(col)`` from those of ``col``: bounds mapped through ``f`` (swapped for
+    a non-increasing ``f``), the same NULL count, NaN only where ``f`` keeps a float, no blooms."""
+    source = column.type
+    low, high = term.transform.bounds(column.min, column.max, source)
+    result = term.type
+    assert result is not None
+    keeps_nan = is_float_type(source) and is_float_type(result)
+    nan_count = column.cs.nan_count if keeps_nan else pa.array(np.zeros(len(low), dtype=np.int64))
+    return ColumnStats(low, high, column.cs.null_count, nan_count)
 
 
 def to_mask(fact: pa.Array | pa.ChunkedArray, unknown: bool) -> np.ndarray:

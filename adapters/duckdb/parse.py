@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import functools
 import json
 import re
 import threading
@@ -45,7 +46,8 @@ from hudi_expr import (
     NotEqualTo,
     Reference,
 )
-from hudi_expr.expressions import LiteralPredicate
+from hudi_expr.expressions import Applied, LiteralPredicate
+from hudi_expr.transforms import Add, Cast, DateTrunc, Multiply, Prefix, Transform, Year
 from hudi_expr.types import is_binary_like, is_string_like
 
 __all__ = [
@@ -228,11 +230,12 @@ class Walker:
         ``parse``: SQL text whose syntax tree (``serialize``) is returned, from the same query.
         """
         found: list[Node] = []
+        constant = _constant_nodes(root)
         stack: list[Any] = [root]
         while stack:
             item = stack.pop()
             if isinstance(item, dict):
-                if _is_constant(item):
+                if id(item) in constant:
                     value = _plain_constant(item)
                     if value is None:
                         found.append(item)
@@ -273,6 +276,8 @@ class Walker:
 
     def shape(self, node: Node) -> walker.Shape[Node] | None:
         """The form of a JSON syntax tree node, for ``adapters.walker``."""
+        if id(node) in self.constants:  # ``NOT TRUE``, ``1 = 1``: evaluated whole
+            return walker.Constant(node)
         kind = node.get("type")
         cls = node.get("class")
         children = node.get("children", [])
@@ -303,13 +308,22 @@ class Walker:
         return None
 
     def column(self, node: Node) -> walker.Column:
-        """A column reference as a column path (``resolve`` drops a table alias)."""
-        if node.get("class") != "COLUMN_REF":
+        """A column reference as a column path (``resolve`` drops a table alias), or a monotonic
+        function of one (``year(d)``, ``q * 2``, ``CAST(i AS BIGINT)``) as an ``Applied`` term."""
+        if node.get("class") == "COLUMN_REF":
+            path = self.resolve([str(p) for p in node.get("column_names", [])])
+            if path is None:
+                raise walker.Untranslatable
+            return walker.Column(Reference(path))
+        found = _applied(node)
+        if found is None:
             raise walker.Untranslatable
-        path = self.resolve([str(p) for p in node.get("column_names", [])])
-        if path is None:
-            raise walker.Untranslatable
-        return walker.Column(Reference(path))
+        transform, operand = found
+        inner = self.column(operand).ref
+        try:
+            return walker.Column(Applied(transform(self), inner))
+        except (TypeError, ValueError):
+            raise walker.Untranslatable from None  # e.g. a constant that is no number
 
     def literal(self, node: Node) -> Any:
         """The value of a constant node, as evaluated by ``evaluate_constants``."""
@@ -358,20 +372,206 @@ def _function(node: Node) -> walker.Shape[Node] | None:
     return None
 
 
+# ---------------------------------------------------------------------------- functions of columns
+# A function of one column that keeps the order of values (``hudi_expr.transforms``): the node, the
+# operand that holds the column, and how to build the transform from the node's constant operands.
+
+_YEAR_PARTS = frozenset(("year", "years", "y", "yr", "yrs"))
+_TRUNC_UNITS = {
+    **{u: u for u in ("year", "quarter", "month", "week", "day", "hour", "minute", "second")},
+    **{u + "s": u for u in ("year", "quarter", "month", "week", "day", "hour", "minute", "second")},
+}
+
+
+def _applied(node: Node) -> tuple[Callable[[Walker], Transform], Node] | None:
+    """The transform of a function-of-a-column node and the operand it applies to, or None."""
+    cls = node.get("class")
+    if cls == "CAST":
+        target = _arrow_type(node.get("type_expr") or {})
+        if node.get("try_cast") or target is None:
+            return None
+        return (lambda _w: Cast(target)), node.get("child") or {}
+    if cls != "FUNCTION" or node.get("schema") or node.get("catalog") or node.get("filter"):
+        return None
+    if node.get("distinct") or any(arg.get("name") for arg in node.get("arguments", [])):
+        return None
+    name = str(node.get("function_name", "")).lower()
+    args = [arg.get("expression", {}) for arg in node.get("arguments", [])]
+    if name == "year" and len(args) == 1:
+        return (lambda _w: Year()), args[0]
+    if name in ("date_part", "datepart") and len(args) == 2:
+        part = args[0]
+        return (lambda w: _year_part(w.literal(part))), args[1]
+    if name in ("date_trunc", "datetrunc") and len(args) == 2:
+        unit = args[0]
+        return (lambda w: DateTrunc(_trunc_unit(w.literal(unit)))), args[1]
+    if name == "left" and len(args) == 2:
+        length = args[1]
+        return (lambda w: Prefix(w.literal(length))), args[0]
+    if name in ("substr", "substring") and len(args) == 3:
+        start, length = args[1], args[2]
+        return (lambda w: _prefix_slice(w.literal(start), w.literal(length))), args[0]
+    if node.get("is_operator") and name in ("+", "-", "*"):
+        return _arithmetic(name, args)
+    return None
+
+
+def _arithmetic(name: str, args: list[Node]) -> tuple[Callable[[Walker], Transform], Node] | None:
+    """``col + c``, ``c + col``, ``col - c``, ``-col``, ``col * c``, ``c * col``."""
+    if name == "-" and len(args) == 1:
+        return (lambda _w: Multiply(-1)), args[0]
+    if len(args) != 2:
+        return None
+    column_first = args[1].get("class") == "CONSTANT" or args[0].get("class") != "CONSTANT"
+    operand, constant = (args[0], args[1]) if column_first else (args[1], args[0])
+    if name == "-" and not column_first:
+        return None  # c - col: not written as one transform
+
+    def build(w: Walker) -> Transform:
+        c = _number(w.literal(constant))
+        if name == "*":
+            return Multiply(c)
+        return Add(-c if name == "-" else c)
+
+    return build, operand
+
+
+def _number(value: Any) -> int | decimal.Decimal:
+    if isinstance(value, bool) or not isinstance(value, (int, decimal.Decimal)):
+        raise ValueError(f"not an exact number: {value!r}")
+    return value
+
+
+def _year_part(part: Any) -> Transform:
+    if not isinstance(part, str) or part.lower() not in _YEAR_PARTS:
+        raise ValueError(f"date part {part!r} is not the year")  # month() wraps around: not monotonic
+    return Year()
+
+
+def _trunc_unit(unit: Any) -> str:
+    if not isinstance(unit, str) or unit.lower() not in _TRUNC_UNITS:
+        raise ValueError(f"date_trunc unit {unit!r} is not used")
+    return _TRUNC_UNITS[unit.lower()]
+
+
+def _prefix_slice(start: Any, length: Any) -> Transform:
+    if start != 1 or isinstance(start, bool):
+        raise ValueError("substr(s, start, n) is a prefix only from 1")
+    return Prefix(length)
+
+
+_ARROW_TYPES: dict[str, pa.DataType] = {
+    **dict.fromkeys(("BIGINT", "INT8", "LONG"), pa.int64()),
+    **dict.fromkeys(("INTEGER", "INT", "INT4", "SIGNED", "INT32"), pa.int32()),
+    **dict.fromkeys(("SMALLINT", "INT2", "SHORT", "INT16"), pa.int16()),
+    **dict.fromkeys(("TINYINT", "INT1"), pa.int8()),
+    "UBIGINT": pa.uint64(),
+    "UINTEGER": pa.uint32(),
+    "USMALLINT": pa.uint16(),
+    "UTINYINT": pa.uint8(),
+    **dict.fromkeys(("DOUBLE", "FLOAT8"), pa.float64()),
+    **dict.fromkeys(("FLOAT", "FLOAT4", "REAL"), pa.float32()),
+    "DATE": pa.date32(),
+    **dict.fromkeys(("TIMESTAMP", "DATETIME"), pa.timestamp("us")),
+    "TIMESTAMP_NS": pa.timestamp("ns"),
+    "TIMESTAMP_MS": pa.timestamp("ms"),
+    "TIMESTAMP_S": pa.timestamp("s"),
+}
+
+
+def _arrow_type(type_expr: Node) -> pa.DataType | None:
+    """The arrow type of a cast's target as DuckDB names it; None when it is not a plain one."""
+    if type_expr.get("catalog") or type_expr.get("schema"):
+        return None
+    name = str(type_expr.get("type_name", "")).upper()
+    children = type_expr.get("children") or []
+    if name in ("DECIMAL", "NUMERIC"):
+        texts = [(c.get("literal") or {}).get("text") for c in children]
+        if not texts:
+            return pa.decimal128(18, 3)  # DuckDB's DECIMAL without a width
+        params = [int(t) for t in texts if isinstance(t, str) and t.isdigit()]
+        if len(params) != len(texts) or len(params) > 2:
+            return None
+        precision, scale = params[0], params[1] if len(params) == 2 else 0
+        return pa.decimal128(precision, scale) if 0 < precision <= 38 and scale <= precision else None
+    return None if children else _ARROW_TYPES.get(name)
+
+
 # ------------------------------------------------------------------------------------- constants
 
 
-def _is_constant(node: dict[str, Any]) -> bool:
-    """A constant, a cast of one, or unary +/- of one: safe to evaluate once, ahead of the scan."""
-    cls = node.get("class")
-    if cls == "CONSTANT":
-        return True
-    if cls == "CAST":
-        return not node.get("try_cast") and _is_constant(node.get("child") or {})
-    if cls == "FUNCTION" and node.get("function_name") in ("-", "+") and node.get("is_operator"):
-        args = node.get("arguments", [])
-        return len(args) == 1 and _is_constant(args[0].get("expression") or {})
-    return False
+# Node classes that are constant when everything under them is (a TYPE is a cast's target type).
+_COMPOSITE = frozenset(
+    ("CAST", "FUNCTION", "CASE", "COMPARISON", "CONJUNCTION", "OPERATOR", "BETWEEN", "TYPE")
+)
+
+
+def _constant_nodes(root: Any) -> set[int]:
+    """The ids of the nodes under ``root`` with no column, subquery or parameter below them and no
+    function whose value can change: DuckDB evaluates such a node to one value, so it may be
+    evaluated once, ahead of the scan (``x > 2 * 3``, ``DATE '1995-03-01' + INTERVAL 1 MONTH``).
+
+    A function must be one of DuckDB's own scalar functions that are consistent (``random()``,
+    ``now()`` and ``current_setting()`` are not: ``adapters.duckdb.clock`` pins the time first).
+    One post-order pass, without recursion: 10,000-deep trees cost linear time.
+    """
+    functions = consistent_functions()
+    constant: set[int] = set()
+    # (node, its child expressions once expanded)
+    stack: list[tuple[Node, list[Node] | None]] = [(root, None)] if isinstance(root, dict) else []
+    if isinstance(root, list):
+        stack = [(item, None) for item in root if isinstance(item, dict)]
+    while stack:
+        node, children = stack.pop()
+        if children is None:
+            children = _child_expressions(node)
+            stack.append((node, children))
+            stack.extend((child, None) for child in children)
+            continue
+        cls = node.get("class")
+        if cls == "CONSTANT" or (
+            cls in _COMPOSITE
+            and all(id(child) in constant for child in children)
+            and (cls != "FUNCTION" or _consistent_call(node, functions))
+        ):
+            constant.add(id(node))
+    return constant
+
+
+def _child_expressions(node: Node) -> list[Node]:
+    """The expression nodes directly under ``node`` (through argument and CASE wrappers)."""
+    out: list[Node] = []
+    stack: list[Any] = [v for k, v in node.items() if k != "qualified_name"]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "class" in item:
+                out.append(item)
+            else:
+                stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return out
+
+
+def _consistent_call(node: Node, functions: frozenset[str]) -> bool:
+    if node.get("schema") or node.get("catalog") or node.get("filter") or node.get("distinct"):
+        return False
+    if node.get("export_state") or (node.get("order_bys") or {}).get("orders"):
+        return False
+    return str(node.get("function_name", "")).lower() in functions
+
+
+@functools.cache
+def consistent_functions() -> frozenset[str]:
+    """Names of DuckDB's scalar functions whose value depends on their arguments alone (its
+    ``stability`` says CONSISTENT) and that are nothing else too (not also an aggregate or macro)."""
+    rows = _run(
+        "SELECT function_name FROM duckdb_functions() GROUP BY function_name "
+        "HAVING bool_and(function_type = 'scalar' AND stability = 'CONSISTENT')",
+        [],
+    )
+    return frozenset(str(name).lower() for name in rows.column(0).to_pylist())
 
 
 def _plain_constant(node: dict[str, Any]) -> Any:

@@ -228,7 +228,7 @@ EXACT = [
     (("like", s, lit("ab%"), None), col("s").starts_with("ab")),
     (("like", s, lit("ab%%"), None), col("s").starts_with("ab")),
     (("like", s, lit("abc"), None), col("s") == "abc"),
-    (("like", s, lit("%"), None), col("s").is_not_null()),
+    (("like", s, lit("%"), None), col("s").starts_with("")),
     (("like", s, lit("a!%%"), "!"), col("s").starts_with("a%")),
     (("like", s, lit("a!_b"), "!"), col("s") == "a_b"),
     (("like", s, lit("a!%"), None), col("s").starts_with("a!")),  # no escape: ! is a character
@@ -242,7 +242,9 @@ EXACT = [
     (("like", s, lit("%a!%b%"), "!"), col("s").contains("a%b")),
     (("like", s, lit("%a!_%"), "!"), col("s").contains("a_")),
     (("like", s, lit("%!%%"), "!"), col("s").contains("%")),
-    (("like", s, lit("%%"), None), col("s").is_not_null()),
+    (("like", s, lit("%%"), None), col("s").starts_with("")),  # binds to s IS NOT NULL
+    # NOT LIKE '%' is never TRUE: the negation of the leaf must bind to FALSE, not to s IS NULL.
+    (("not like", s, lit("%%"), None), col("s").not_starts_with("")),
     (("not like", s, lit("%ab%"), None), col("s").not_contains("ab")),
     (("not", ("like", s, lit("%ab%"), None)), col("s").not_contains("ab")),
     (("not", ("not like", s, lit("%ab%"), None)), col("s").contains("ab")),
