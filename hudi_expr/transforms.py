@@ -6,11 +6,11 @@ statistics for ``f(col)`` are ``[f(min), f(max)]`` (swapped for a non-increasing
 same NULL count. Every leaf rule then applies unchanged, in both ``might_match`` and ``all_match``.
 The rules live here, once, so every adapter (DuckDB, Catalyst) shares them.
 
-Each function here is total on its domain or raises in the engines (DuckDB raises on integer and
-decimal overflow rather than wrapping), maps NULL to NULL and nothing else to NULL, and never makes
-a NaN out of a number. Where a bound's image would overflow the engine's result type, that file's
-bound becomes unknown: it is kept. Where the image of a bound may be rounded differently by an
-engine than by arrow (a cast to a floating type), the bound is widened by one ulp outwards.
+Each function here is total on its domain or raises in the engines (never wraps around), maps NULL
+to NULL and nothing else to NULL, and never makes a NaN out of a number. Arithmetic is exact, in a
+type wide enough for every image (see ``Add``). Where the image of a bound may be rounded
+differently by an engine than by arrow (a cast to a floating type), the bound is widened by one
+ulp outwards.
 Bloom filters and other membership structures know the column's values, not ``f``'s: a
 transformed column has none.
 """
@@ -132,27 +132,8 @@ _INT_RANGES: dict[pa.DataType, tuple[int, int]] = {
         pa.uint64(),
     )
 }
-_SIGNED = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 _MAX_DECIMAL_PRECISION = 38
-
-
-def _smallest_int(value: int) -> pa.DataType | None:
-    """The narrowest signed type holding ``value`` (how DuckDB types an integer literal)."""
-    for t in _SIGNED:
-        lo, hi = _INT_RANGES[t]
-        if lo <= value <= hi:
-            return t
-    return None
-
-
-def _wider_int(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
-    """The narrowest signed type holding both integer types (None: not even BIGINT does)."""
-    lo = min(_INT_RANGES[a][0], _INT_RANGES[b][0])
-    hi = max(_INT_RANGES[a][1], _INT_RANGES[b][1])
-    for t in _SIGNED:
-        if _INT_RANGES[t][0] <= lo and hi <= _INT_RANGES[t][1]:
-            return t
-    return None
 
 
 def _digits(t: pa.DataType) -> int:
@@ -184,43 +165,14 @@ def _check_number(value: Any, what: str) -> int | decimal.Decimal:
     return value
 
 
-def _integer_image(values: pa.Array, source: pa.DataType, result: pa.DataType, op: str, c: int) -> pa.Array:
-    """``v + c`` or ``v * c`` per integer value, null where it leaves the range of ``result``."""
-    lo, hi = _INT_RANGES[result]
-    # Python ints decide which values stay in range; the arithmetic then runs in int64 or uint64.
-    if op == "add":
-        first, last = lo - c, hi - c
-    elif c > 0:  # lo <= v * c <= hi
-        first, last = _ceil_div(lo, c), hi // c
-    elif c < 0:  # dividing by c < 0 flips both sides
-        first, last = _ceil_div(hi, c), lo // c
-    else:
-        first, last = _INT_RANGES[source]
-    src_lo, src_hi = _INT_RANGES[source]
-    first, last = max(first, src_lo), min(last, src_hi)
-    if first > last:
-        return pa.nulls(len(values), result)
-    inside = pc.and_(
-        pc.greater_equal(values, pa.scalar(first, source)), pc.less_equal(values, pa.scalar(last, source))
-    )
-    kept = pc.if_else(inside, values, pa.scalar(None, source))
-    wide = pa.uint64() if result == pa.uint64() else pa.int64()
-    as_wide = kept.cast(wide)
-    # No overflow can happen on the kept values: the checked kernels stay as a second line.
-    out = (
-        pc.add_checked(as_wide, pa.scalar(c, wide))
-        if op == "add"
-        else pc.multiply_checked(as_wide, pa.scalar(c, wide))
-    )
-    return out.cast(result)
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -((-a) // b)
-
-
 class _Arithmetic(Transform):
-    """``col + c`` / ``col * c`` on integer and decimal columns (exact arithmetic)."""
+    """``col + c`` / ``col * c`` on integer and decimal columns, computed exactly.
+
+    The result type is wide enough for the image of every value of the column's type (BIGINT, or
+    a DECIMAL(p, 0) beyond it), so nothing overflows here. That is how DuckDB's filters behave too:
+    its optimizer moves constants across a comparison (``i + 1 > 0`` runs as ``i > -1``) instead of
+    overflowing, and where it cannot it raises rather than wrap.
+    """
 
     __slots__ = ("constant",)
     constant: int | decimal.Decimal
@@ -240,56 +192,49 @@ class _Arithmetic(Transform):
             return f"({column} - {-c})"
         return f"({column} {self._symbol} {c if c >= 0 else f'({c})'})"
 
-    def _integer(self, source: pa.DataType) -> bool:
-        return pa.types.is_integer(source) and isinstance(self.constant, int)
+    @abstractmethod
+    def _exact(self, value: int) -> int: ...
+
+    @abstractmethod
+    def _decimal_result(self, left: pa.Decimal128Type, right: pa.Decimal128Type) -> pa.Decimal128Type: ...
 
     def result_type(self, source: pa.DataType) -> pa.DataType:
-        if self._integer(source):
-            assert isinstance(self.constant, int)
-            literal = _smallest_int(self.constant)
-            result = None if literal is None else _wider_int(source, literal)
-            if result is None or source == pa.uint64():
-                raise BindError(f"{self.sql('col')} on {source}: the constant or the column exceeds BIGINT")
-            return result
+        if pa.types.is_integer(source) and isinstance(self.constant, int):
+            ends = [self._exact(end) for end in _INT_RANGES[source]]
+            if min(ends) >= I64_MIN and max(ends) <= I64_MAX:
+                return pa.int64()
+            digits = max(len(str(abs(end))) for end in ends)
+            if digits > _MAX_DECIMAL_PRECISION:
+                raise BindError(f"{self.sql('col')} on {source}: the result needs more than 38 digits")
+            return pa.decimal128(digits, 0)
         if not (pa.types.is_integer(source) or pa.types.is_decimal(source)):
             raise BindError(
                 f"{self.sql('col')}: arithmetic is used for pruning on integer and decimal columns only, "
                 f"not {source} (floating-point rounding is the engine's)"
             )
-        if source == pa.uint64():
-            raise BindError(f"{self.sql('col')} on uint64 is not used for pruning")
-        left = _as_decimal_type(source)
-        right = _constant_decimal(self.constant).type
-        result = self._decimal_result(left, right)
+        result = self._decimal_result(_as_decimal_type(source), _constant_decimal(self.constant).type)
         if result.precision > _MAX_DECIMAL_PRECISION:
             raise BindError(f"{self.sql('col')} on {source}: the result needs more than 38 digits")
         return result
 
-    @abstractmethod
-    def _decimal_result(self, left: pa.Decimal128Type, right: pa.Decimal128Type) -> pa.Decimal128Type: ...
+    def _operands(self, source: pa.DataType) -> tuple[pa.DataType, pa.Scalar, pa.DataType]:
+        """The type the column is cast to, the constant as a scalar, and the result type."""
+        result = self.result_type(source)
+        if pa.types.is_integer(result):  # BIGINT holds the column, the constant and every image
+            return result, pa.scalar(self.constant, result), result
+        operand = result if pa.types.is_integer(source) else _as_decimal_type(source)
+        return operand, _constant_decimal(self.constant), result
 
     def image(self, values: pa.Array, source: pa.DataType) -> pa.Array:
-        result = self.result_type(source)
-        if self._integer(source):
-            assert isinstance(self.constant, int)
-            return _integer_image(values, source, result, self._op, self.constant)
-        left = values.cast(_as_decimal_type(source))
+        operand, constant, result = self._operands(source)
         kernel = pc.add_checked if self._op == "add" else pc.multiply_checked
-        try:
-            out = kernel(left, _constant_decimal(self.constant))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return pa.nulls(len(values), result)  # beyond 38 digits somewhere: unknown
+        out = kernel(values.cast(operand), constant)
         return out.cast(result) if out.type != result else out
 
     def row_expression(self, field: pc.Expression, source: pa.DataType) -> pc.Expression:
-        result = self.result_type(source)
-        if self._integer(source):
-            operand = field.cast(result) if result != source else field
-            kernel = "add_checked" if self._op == "add" else "multiply_checked"
-            return pc.Expression._call(kernel, [operand, pc.scalar(pa.scalar(self.constant, result))])
-        operand = field.cast(_as_decimal_type(source)) if not pa.types.is_decimal(source) else field
+        operand, constant, result = self._operands(source)
         kernel = "add_checked" if self._op == "add" else "multiply_checked"
-        out = pc.Expression._call(kernel, [operand, pc.scalar(_constant_decimal(self.constant))])
+        out = pc.Expression._call(kernel, [field.cast(operand), pc.scalar(constant)])
         return out.cast(result)
 
 
@@ -300,6 +245,9 @@ class Add(_Arithmetic):
     name = "add"
     _op = "add"
     _symbol = "+"
+
+    def _exact(self, value: int) -> int:
+        return value + int(self.constant)
 
     def _decimal_result(self, left: pa.Decimal128Type, right: pa.Decimal128Type) -> pa.Decimal128Type:
         scale = max(left.scale, right.scale)
@@ -314,6 +262,9 @@ class Multiply(_Arithmetic):
     name = "multiply"
     _op = "multiply"
     _symbol = "*"
+
+    def _exact(self, value: int) -> int:
+        return value * int(self.constant)
 
     def increasing(self) -> bool:
         return self.constant >= 0
