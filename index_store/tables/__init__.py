@@ -3,15 +3,40 @@
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 import pyarrow as pa
 
 from index_store.errors import TableFormatError, UnsupportedTableError
-from index_store.tables.base import DataFile, TableReader
+from index_store.tables.base import DataFile, Listing, TableReader
 from index_store.tables.hudi import HudiCowTable
 from index_store.tables.plain import PlainParquetTable, require_directory
 
-__all__ = ["DataFile", "HudiCowTable", "PlainParquetTable", "TableReader", "open_reader"]
+__all__ = [
+    "DataFile",
+    "HudiCowTable",
+    "Listing",
+    "PlainParquetTable",
+    "TableReader",
+    "list_files",
+    "listing",
+    "open_reader",
+]
+
+
+def listing(reader: TableReader, *, stat: bool = False) -> Listing:
+    """``reader``'s live files as a ``Listing`` (the same object while a plain directory's reader
+    knows nothing changed); ``stat``: every file's size and modification time read now."""
+    if isinstance(reader, PlainParquetTable):
+        return reader.listing(stat=stat)
+    return Listing(reader.list_files())  # other readers list (and stat) everything each time
+
+
+def list_files(reader: TableReader, *, stat: bool = False) -> list[DataFile]:
+    """``reader.list_files()``; ``stat``: every file's size and modification time read now."""
+    if isinstance(reader, PlainParquetTable):
+        return reader.list_files(stat=stat)
+    return reader.list_files()
 
 
 def _is_iceberg(root: str) -> bool:
@@ -39,6 +64,7 @@ def open_reader(
     *,
     partition_schema: pa.Schema | None = None,
     record_key_field: str | None = None,
+    check_files: Literal["watch", "stat"] = "watch",
 ) -> TableReader:
     """The reader for the table at ``path``: Hudi when it has ``.hoodie/hoodie.properties``, else a
     plain parquet directory.
@@ -47,7 +73,8 @@ def open_reader(
     ``.hoodie`` folder without properties, and ``UnsupportedTableError`` for merge-on-read Hudi
     tables and for Delta Lake / Iceberg tables (whose folders hold files their logs have removed, so
     reading them as plain directories would return wrong results). ``partition_schema`` applies to
-    plain directories only; ``record_key_field`` overrides the record-key column of either kind.
+    plain directories only; ``record_key_field`` overrides the record-key column of either kind;
+    ``check_files`` says how a plain directory's listing is checked (``tables.plain``).
     """
     root = require_directory(path)
     _refuse_inside_hudi(root)
@@ -68,4 +95,6 @@ def open_reader(
         raise UnsupportedTableError(f"{root} is a Delta Lake table (it has _delta_log): not supported")
     if _is_iceberg(root):
         raise UnsupportedTableError(f"{root} is an Iceberg table (metadata/*.metadata.json): not supported")
-    return PlainParquetTable(root, partition_schema=partition_schema, record_key_field=record_key_field)
+    return PlainParquetTable(
+        root, partition_schema=partition_schema, record_key_field=record_key_field, check_files=check_files
+    )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pyarrow as pa
 
-__all__ = ["DataFile", "TableReader"]
+__all__ = ["DataFile", "Listing", "TableReader"]
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,25 @@ class DataFile:
     instant: str | None = None  # commit instant that wrote it (Hudi), or None
     file_group: str | None = None  # Hudi file id, or None
     mtime_ns: int | None = None  # modification time when listed: a rewrite in place changes it
+
+
+class Listing:
+    """A table's live files as listed once. A reader that can tell nothing changed on disk
+    (``PlainParquetTable.listing``) returns the same object again, so what was worked out from
+    it (which indexed files are still there, unchanged) can be kept with it."""
+
+    __slots__ = ("_paths", "files")
+
+    def __init__(self, files: Sequence[DataFile]) -> None:
+        self.files: tuple[DataFile, ...] = tuple(files)
+        self._paths: pa.StringArray | None = None
+
+    @property
+    def paths(self) -> pa.StringArray:
+        """The files' table-relative paths, in order."""
+        if self._paths is None:
+            self._paths = pa.array([f.path for f in self.files], pa.string())
+        return self._paths
 
 
 class TableReader(Protocol):

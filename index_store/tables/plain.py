@@ -6,9 +6,21 @@ Spark, Hive and DuckDB users expect to be left out: hidden entries (``.hoodie``,
 ``_temporary``, ``__MACOSX``), and empty files (a write still in progress holds no rows).
 Partition values are typed as DuckDB's ``hive_partitioning`` types them (see ``hive``), or as
 declared by ``partition_schema``. The listing uses ``os.scandir`` and ``stat`` only: nothing is
-opened. Which files exist is kept and reused while no folder's modification time has moved; each
-file's size and modification time are read again every time (a file rewritten in place changes
-neither its folder nor its name, only those two).
+opened.
+
+A listing is kept and reused while nothing changed, checked one of two ways (``check_files``):
+
+- ``"watch"`` (default): the folders are watched from before they are read (``tables.watch``,
+  inotify), so a listing is reused as it is, with no ``stat`` at all, until an event says a file
+  in them was written (also in place), truncated, touched, created, deleted or renamed. Where no
+  watch can vouch (file systems other than local disks, no inotify, a forked child, a file with
+  another name elsewhere: a hard link or a symbolic link, which is checked by ``stat`` each time),
+  it falls back to:
+- ``"stat"``: which files exist is reused while no folder's modification time has moved, and each
+  file's size and modification time are read again every time (a file rewritten in place changes
+  neither its folder nor its name, only those two): one ``stat`` per file per listing.
+
+``list_files(stat=True)`` checks by ``stat`` whatever the mode.
 """
 
 from __future__ import annotations
@@ -17,16 +29,21 @@ import dataclasses
 import errno
 import os
 import time
+import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 import pyarrow as pa
 
 from index_store.errors import TableFormatError
 from index_store.tables import hive
-from index_store.tables.base import DataFile
+from index_store.tables.base import DataFile, Listing
+from index_store.tables.watch import Watch, new_watch
 
-__all__ = ["PlainParquetTable", "is_hidden", "require_directory"]
+__all__ = ["CHECK_FILES", "PlainParquetTable", "is_hidden", "require_directory"]
+
+CHECK_FILES = ("watch", "stat")
 
 
 def is_hidden(name: str) -> bool:
@@ -58,7 +75,16 @@ class _Listing:
     folders: dict[str, int]  # folder path -> modification time (ns) when it was read
     empty: list[str]  # empty files, skipped now, to look at again: a write may have filled them
     paths: list[str]  # absolute path of each of ``files``
+    quiet: bool  # every folder's time is older than the racy window: ``current()`` can be trusted
+    watch: Watch | None  # a usable watch on every folder, added before they were read
+    linked: list[int]  # files with another name (hard or symbolic link): a watch cannot vouch
+    listed: Listing = field(init=False)  # what readers are given, the same object while unchanged
     _by_folder: list[tuple[str, list[str], list[int]]] | None = None  # (folder, names, positions)
+
+    def __post_init__(self) -> None:
+        self.listed = Listing(self.files)
+        if self.watch is not None:
+            weakref.finalize(self, self.watch.close)
 
     def current(self) -> bool:
         """No folder was changed (so no file added, removed or renamed) and no empty file filled."""
@@ -68,6 +94,13 @@ class _Listing:
             )
         except OSError:
             return False
+
+    def current_by_watch(self) -> bool:
+        """True when the watch saw nothing happen in any folder; files with another name, which it
+        cannot vouch for, are looked at by ``stat`` (``listed`` then says what they are now)."""
+        if self.watch is None or self.watch.changed():
+            return False
+        return not self.linked or self.restat(self.linked) is not None
 
     def _stat_all(self) -> list[tuple[int, int]]:
         """(size, mtime ns) of every file, in order: each stat relative to its folder's open
@@ -92,36 +125,46 @@ class _Listing:
                 os.close(fd)
         return now
 
-    def restat(self) -> list[DataFile] | None:
-        """The files with their size and modification time as they are now; None if one is gone."""
+    def restat(self, positions: list[int] | None = None) -> list[DataFile] | None:
+        """The files with their size and modification time as they are now (of ``positions`` only,
+        when given); None if one is gone. A change makes a new ``listed``."""
         try:
-            now = self._stat_all()
+            if positions is None:
+                now = dict(enumerate(self._stat_all()))
+            else:
+                now = {}
+                for i in positions:
+                    st = os.stat(self.paths[i])
+                    now[i] = (st.st_size, st.st_mtime_ns)
         except OSError:
             return None
-        if any(not size for size, _ in now):
+        if any(not size for size, _ in now.values()):
             return None  # truncated to nothing: rescan, so that it is set aside as empty
         files = self.files
-        if any((f.size, f.mtime_ns) != stat for f, stat in zip(files, now, strict=True)):
-            files = [
-                f
-                if (f.size, f.mtime_ns) == (size, mtime)
-                else dataclasses.replace(f, size=size, mtime_ns=mtime)
-                for f, (size, mtime) in zip(files, now, strict=True)
-            ]
+        moved = {i: stat for i, stat in now.items() if (files[i].size, files[i].mtime_ns) != stat}
+        if moved:
+            files = list(files)
+            for i, (size, mtime) in moved.items():
+                files[i] = dataclasses.replace(files[i], size=size, mtime_ns=mtime)
             self.files = files
+            self.listed = Listing(files)
         return files
 
 
 def _walk_parquet(
-    root: str, folders: dict[str, int], empty: list[str], rel: str = ""
-) -> Iterator[tuple[str, str, int, int]]:
-    """``(relative dir, file name, size, mtime ns)`` of every visible, non-empty ``*.parquet`` file.
+    root: str, folders: dict[str, int], empty: list[str], watch: Watch | None, rel: str = ""
+) -> Iterator[tuple[str, str, int, int, bool]]:
+    """``(relative dir, file name, size, mtime ns, linked)`` of every visible, non-empty
+    ``*.parquet`` file; ``linked``: it has another name (a hard link, or it is a symbolic link).
 
     Records each folder's modification time (taken before reading it) in ``folders`` and the
-    paths of empty parquet files in ``empty``.
+    paths of empty parquet files in ``empty``; adds each folder to ``watch`` before reading it.
     """
     path = os.path.join(root, rel) if rel else root
-    folders[path] = os.stat(path).st_mtime_ns
+    stat = os.stat(path)
+    folders[path] = stat.st_mtime_ns
+    if watch is not None:
+        watch.add(path, stat.st_dev)
     with os.scandir(path) as entries:
         for entry in entries:
             if rel and entry.name == ".hoodie" and entry.is_dir():
@@ -133,11 +176,13 @@ def _walk_parquet(
             if is_hidden(entry.name):
                 continue
             if entry.is_dir():
-                yield from _walk_parquet(root, folders, empty, f"{rel}/{entry.name}" if rel else entry.name)
+                child = f"{rel}/{entry.name}" if rel else entry.name
+                yield from _walk_parquet(root, folders, empty, watch, child)
             elif entry.name.endswith(".parquet") and entry.is_file():
                 stat = entry.stat()
                 if stat.st_size > 0:
-                    yield rel, entry.name, stat.st_size, stat.st_mtime_ns
+                    linked = stat.st_nlink > 1 or entry.is_symlink()
+                    yield rel, entry.name, stat.st_size, stat.st_mtime_ns, linked
                 else:
                     empty.append(entry.path)
 
@@ -148,6 +193,8 @@ class PlainParquetTable:
     ``partition_schema`` declares the type of some or all hive partition columns (the others are
     inferred as DuckDB does); every declared column must appear in the folder names.
     ``record_key_field`` names the column holding record keys, if the data has one.
+    ``check_files`` says how a listing is known to be current (see the module): ``"watch"``
+    (change notification, a ``stat`` per file only where it cannot vouch) or ``"stat"``.
     """
 
     kind = "parquet"
@@ -158,23 +205,32 @@ class PlainParquetTable:
         *,
         partition_schema: pa.Schema | None = None,
         record_key_field: str | None = None,
+        check_files: Literal["watch", "stat"] = "watch",
     ) -> None:
+        if check_files not in CHECK_FILES:
+            raise ValueError(f"check_files must be one of {CHECK_FILES}, not {check_files!r}")
         self.root = require_directory(root)
         self._declared = partition_schema if partition_schema is not None else pa.schema([])
         self._record_key_field = record_key_field
+        self.check_files = check_files
         self._listing: _Listing | None = None
 
     def __repr__(self) -> str:
         return f"PlainParquetTable({self.root!r})"
 
-    def list_files(self) -> list[DataFile]:
-        """Every live parquet file, sorted by path, with its typed partition values."""
-        return self._scan()[0]
+    def list_files(self, *, stat: bool = False) -> list[DataFile]:
+        """Every live parquet file, sorted by path, with its typed partition values; ``stat``:
+        each file's size and modification time read now, whatever ``check_files`` says."""
+        return list(self.listing(stat=stat).files)
+
+    def listing(self, *, stat: bool = False) -> Listing:
+        """``list_files`` as a ``Listing``: the same object until something changes on disk."""
+        return self._scan(stat)[0]
 
     def partition_schema(self) -> pa.Schema:
         """The hive partition columns and their types (their folder values win over any same-named
         column inside the files, as in DuckDB and Spark); empty for a flat directory."""
-        return self._scan()[1]
+        return self._scan(False)[1]
 
     def latest_instant(self) -> str | None:
         """Always None: a plain directory has no commit log."""
@@ -184,18 +240,33 @@ class PlainParquetTable:
         """The record-key column given to the constructor, if any."""
         return self._record_key_field
 
-    def _scan(self) -> tuple[list[DataFile], pa.Schema]:
-        """The listing, reused while no folder of the table has changed since it was taken."""
+    def _scan(self, stat: bool) -> tuple[Listing, pa.Schema]:
+        """The listing, reused while nothing changed in the table's folders since it was taken."""
         listing = self._listing
-        if listing is not None and listing.current():
-            files = listing.restat()
-            if files is not None:
-                return list(files), listing.schema
+        if listing is not None and not stat and listing.current_by_watch():
+            return listing.listed, listing.schema
+        if listing is not None and listing.quiet and listing.current():
+            # No file added, removed or renamed: each file's own size and time tell the rest. A new
+            # watch starts before the files are looked at, so nothing done after is missed.
+            watch = self._watch(listing.folders)
+            if listing.restat() is not None:
+                if listing.watch is not None:
+                    listing.watch.close()
+                listing.watch = watch
+                if watch is not None:
+                    weakref.finalize(listing, watch.close)
+                return listing.listed, listing.schema
+            if watch is not None:
+                watch.close()
         started = time.time_ns()
         folders: dict[str, int] = {}
         empty: list[str] = []
-        found = sorted(_walk_parquet(self.root, folders, empty), key=lambda f: (f[0], f[1]))
-        dirs = {rel: hive.hive_segments(rel) for rel in dict.fromkeys(rel for rel, _, _, _ in found)}
+        watch = new_watch(is_hidden) if self.check_files == "watch" else None
+        found = sorted(_walk_parquet(self.root, folders, empty, watch), key=lambda f: (f[0], f[1]))
+        if watch is not None and not watch.usable:
+            watch.close()
+            watch = None
+        dirs = {rel: hive.hive_segments(rel) for rel in dict.fromkeys(rel for rel, *_ in found)}
         schema = self._schema_of(dirs)
         values = {rel: self._values_of(pairs, schema) for rel, pairs in dirs.items()}
         files = [
@@ -206,12 +277,33 @@ class PlainParquetTable:
                 partition_values=dict(values[rel]),
                 mtime_ns=mtime,
             )
-            for rel, name, size, mtime in found
+            for rel, name, size, mtime, _ in found
         ]
         quiet = all(t < started - _RACY_NS for t in folders.values())
         paths = [os.path.join(self.root, f.path) for f in files]
-        self._listing = _Listing(files, schema, folders, empty, paths) if quiet else None
-        return files, schema
+        linked = [i for i, found_file in enumerate(found) if found_file[4]]
+        if self._listing is not None and self._listing.watch is not None:
+            self._listing.watch.close()
+        kept = _Listing(files, schema, folders, empty, paths, quiet, watch, linked)
+        # A listing of folders changed within the racy window is kept only under a watch.
+        self._listing = kept if quiet or watch is not None else None
+        return kept.listed, schema
+
+    def _watch(self, folders: dict[str, int]) -> Watch | None:
+        """A usable watch on ``folders`` (in ``"watch"`` mode), else None."""
+        if self.check_files != "watch":
+            return None
+        watch = new_watch(is_hidden)
+        for folder in folders:
+            try:
+                device = os.stat(folder).st_dev
+            except OSError:
+                watch.close()
+                return None
+            if not watch.add(folder, device):
+                watch.close()
+                return None
+        return watch
 
     def _schema_of(self, dirs: dict[str, list[tuple[str, str]]]) -> pa.Schema:
         """Check that every folder has the same partition keys, then type each column."""
