@@ -57,7 +57,7 @@ from index_store.secondary.api import STAGING, SecondaryIndexes
 from index_store.secondary.definitions import IndexDefinition
 from index_store.secondary.kinds import kinds as index_kinds
 from index_store.secondary.tagging import verify_with_index
-from index_store.tables.base import DataFile, TableReader
+from index_store.tables.base import DataFile, Listing, TableReader
 from index_store.tagging.tagger import RecordMatches, TagContext, tag_keys, tag_method
 from index_store.tagging.verify import Verified, verify_pairs
 from index_store.timeline import Commit, IndexTimeline, Snapshot
@@ -68,11 +68,20 @@ MAX_RETRIES = 50
 
 
 def open_table(
-    path: str | os.PathLike[str], index_path: str | os.PathLike[str] | None = None
+    path: str | os.PathLike[str],
+    index_path: str | os.PathLike[str] | None = None,
+    *,
+    check_files: Literal["watch", "stat"] = "watch",
 ) -> IndexedTable:
     """A plain parquet directory or Hudi copy-on-write table, with its index at ``index_path``
-    (default ``<table>/.hoodie/.index``, for tables one may write to)."""
-    reader = _tables.open_reader(str(path))
+    (default ``<table>/.hoodie/.index``, for tables one may write to).
+
+    ``check_files`` (plain directories): how each read knows which files were added, deleted or
+    rewritten since it last listed the table: ``"watch"`` by change notification where the file
+    system allows, else a ``stat`` of every file; ``"stat"`` always by a ``stat`` of every file
+    (``index_store.tables.plain``). A Hudi table is listed anew at every read.
+    """
+    reader = _tables.open_reader(str(path), check_files=check_files)
     root = Path(index_path) if index_path is not None else Path(reader.root) / ".hoodie" / ".index"
     return IndexedTable(reader, root)
 
@@ -166,6 +175,31 @@ def _files(n: int) -> str:
     return "1 file" if n == 1 else f"{n} files"
 
 
+@dataclass(frozen=True, eq=False)
+class _OnDisk:
+    """One listing of the table against one loaded index version (kept while both stay the same
+    objects: nothing changed on disk, nor in the index). The arrays are read-only."""
+
+    listing: Listing
+    loaded: _Loaded
+    present: np.ndarray  # per indexed file: still on disk
+    changed: np.ndarray  # per indexed file: size or modification time not what was indexed
+    unknown: list[str]  # files on disk the index does not hold (table-relative)
+    _partition_values: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return len(self.listing.files)
+
+    def partition_values(self) -> dict[str, dict[str, Any]]:
+        """Table-relative path -> partition values, of the files that have any."""
+        if not self._partition_values:
+            self._partition_values.update(
+                {f.path: f.partition_values for f in self.listing.files if f.partition_values}
+            )
+        return self._partition_values
+
+
 class _Loaded:
     """What a reader keeps of one index version: its files and the column stats loaded so far."""
 
@@ -214,6 +248,7 @@ class IndexedTable(SecondaryIndexes):
         self.index_root = Path(index_root)
         self.timeline = IndexTimeline(self.index_root)
         self._loaded: _Loaded | None = None
+        self._disk: _OnDisk | None = None
 
     def __repr__(self) -> str:
         return f"IndexedTable({self.reader.root!r}, index={str(self.index_root)!r})"
@@ -285,7 +320,7 @@ class IndexedTable(SecondaryIndexes):
         self,
         expr: Expression | Translation,
         *,
-        verify_files: bool = True,
+        verify_files: bool | Literal["stat"] = True,
         on_corrupt: Literal["raise", "keep_all"] = "raise",
     ) -> PruneResult:
         """Files that may hold a row where ``expr`` is TRUE.
@@ -293,8 +328,10 @@ class IndexedTable(SecondaryIndexes):
         ``expr`` may be an adapter's ``Translation``: its untranslated parts are listed by
         ``explain()``. ``verify_files`` lists the table too: files deleted behind the index's back
         are dropped; files it does not know, and files whose size or modification time differ from
-        what the index recorded (rewritten in place), are kept. ``on_corrupt="keep_all"`` keeps
-        every file instead of raising ``IndexCorruptError`` when the index cannot be read.
+        what the index recorded (rewritten in place), are kept. The listing is checked as the
+        reader's ``check_files`` says (``open_table``); ``verify_files="stat"`` reads every file's
+        size and modification time now whatever it says. ``on_corrupt="keep_all"`` keeps every
+        file instead of raising ``IndexCorruptError`` when the index cannot be read.
         """
         not_used = expr.not_used if isinstance(expr, Translation) else ()
         predicate = expr.expr if isinstance(expr, Translation) else expr
@@ -327,21 +364,33 @@ class IndexedTable(SecondaryIndexes):
             return PruneResult(
                 self._abs_all(kept), len(loaded.paths), not_used=not_used, _explain=explanation
             )
-        listing = self.reader.list_files()
-        on_disk = pa.array([f.path for f in listing], pa.string())
-        present, changed = _compare_with_disk(loaded, listing, on_disk)
-        kept = present & (mask.to_numpy(zero_copy_only=False) | changed)
-        unknown = self._abs_all(
-            on_disk.filter(pc.invert(pc.is_in(on_disk, value_set=loaded.paths))).to_pylist()
-        )
+        disk = self._on_disk(loaded, stat=verify_files == "stat")
+        kept = disk.present & (mask.to_numpy(zero_copy_only=False) | disk.changed)
+        unknown = self._abs_all(disk.unknown)
+        changed = loaded.paths.filter(pa.array(disk.changed)).to_pylist() if disk.changed.any() else []
         return PruneResult(
             self._abs_all(loaded.paths.filter(pa.array(kept)).to_pylist()) + unknown,
-            len(on_disk),
+            disk.total,
             unknown,
-            changed_files=self._abs_all(loaded.paths.filter(pa.array(changed)).to_pylist()),
+            changed_files=self._abs_all(changed),
             not_used=not_used,
             _explain=explanation,
         )
+
+    def _on_disk(self, loaded: _Loaded, stat: bool = False) -> _OnDisk:
+        """The table as listed now against ``loaded``: worked out again only when the listing or
+        the index version is another object than last time."""
+        listing = _tables.listing(self.reader, stat=stat)
+        cached = self._disk
+        if cached is not None and cached.listing is listing and cached.loaded is loaded:
+            return cached
+        present, changed = _compare_with_disk(loaded, listing.files, listing.paths)
+        on_disk = listing.paths
+        unknown = on_disk.filter(pc.invert(pc.is_in(on_disk, value_set=loaded.paths))).to_pylist()
+        present.flags.writeable = False
+        changed.flags.writeable = False
+        self._disk = _OnDisk(listing, loaded, present, changed, unknown)
+        return self._disk
 
     def _candidates(self, expr: Expression) -> Candidates:
         """``prune`` for row selection: positions into the loaded version rather than paths."""
@@ -351,19 +400,16 @@ class IndexedTable(SecondaryIndexes):
         bound = prepare(expr, FileStats([], [], {}, loaded.snap.schema))
         stats = self.stats(bound.references())
         mask = might_match(bound, stats).to_numpy(zero_copy_only=False)
-        listing = self.reader.list_files()
-        on_disk = pa.array([f.path for f in listing], pa.string())
-        present, changed = _compare_with_disk(loaded, listing, on_disk)
-        unknown = on_disk.filter(pc.invert(pc.is_in(on_disk, value_set=loaded.paths))).to_pylist()
+        disk = self._on_disk(loaded)
         return Candidates(
             loaded,
             bound,
-            present & (mask | changed),
-            changed,
-            unknown,
-            len(on_disk),
-            {f.path: f.partition_values for f in listing if f.partition_values},
-            all_match(bound, stats).to_numpy(zero_copy_only=False) & ~changed,
+            disk.present & (mask | disk.changed),
+            disk.changed,
+            list(disk.unknown),
+            disk.total,
+            disk.partition_values(),
+            all_match(bound, stats).to_numpy(zero_copy_only=False) & ~disk.changed,
         )
 
     def tag(
@@ -482,18 +528,16 @@ class IndexedTable(SecondaryIndexes):
 
     def freshness(self) -> Freshness:
         """The newest index version against the table as listed now: files added, rewritten in
-        place (size or modification time moved) or deleted since they were indexed."""
+        place (size or modification time moved) or deleted since they were indexed (every file's
+        size and modification time read now)."""
         loaded = self._load()
         if not loaded.snap.version:
             raise IndexNotBuiltError(self.root)
-        return self._freshness(loaded)
+        return self._freshness(loaded, stat=True)
 
-    def _freshness(self, loaded: _Loaded) -> Freshness:
-        listing = self.reader.list_files()
-        on_disk = pa.array([f.path for f in listing], pa.string())
-        present, changed = _compare_with_disk(loaded, listing, on_disk)
-        unknown = on_disk.filter(pc.invert(pc.is_in(on_disk, value_set=loaded.paths))).to_pylist()
-        return Freshness(loaded.snap.version, loaded.paths, present, changed, unknown)
+    def _freshness(self, loaded: _Loaded, stat: bool = False) -> Freshness:
+        disk = self._on_disk(loaded, stat=stat)
+        return Freshness(loaded.snap.version, loaded.paths, disk.present, disk.changed, list(disk.unknown))
 
     def duplicate_keys(self) -> pa.Table:
         """Record keys held by more than one live data file (a key, partition and file per row),
@@ -515,7 +559,7 @@ class IndexedTable(SecondaryIndexes):
             keys, file_pos = rows["key"].filter(pa.array(live)), pos[live]
         else:
             indexed = set(loaded.paths.to_pylist())
-            listing = [f for f in self.reader.list_files() if f.path in indexed]
+            listing = [f for f in _tables.list_files(self.reader, stat=True) if f.path in indexed]
             found = compute_file_keys(self.root, listing, spec, 0.5, with_keys=True, progress=False)
             assert found.keys is not None
             index_of = dict(zip(loaded.paths.to_pylist(), range(len(loaded.paths)), strict=True))
@@ -592,7 +636,7 @@ class IndexedTable(SecondaryIndexes):
         definitions = self._latest_definitions()
         if rebuild:
             self._move_aside()
-        files = self.reader.list_files()
+        files = _tables.list_files(self.reader, stat=True)
         if bloom_columns is None:
             # A key column the files store (Hudi's _hoodie_record_key) is served by the key
             # filters (Hudi's own footer filters): no need to read it for another bloom filter.
@@ -758,7 +802,7 @@ class IndexedTable(SecondaryIndexes):
         loaded = _Loaded(self.index_root, self.snapshot())
         recorded = zip(loaded.files["size"].to_pylist(), loaded.files["mtime"].to_pylist(), strict=True)
         indexed = dict(zip(loaded.paths.to_pylist(), recorded, strict=True))
-        listing = self.reader.list_files()
+        listing = _tables.list_files(self.reader, stat=True)
         on_disk = {f.path: f for f in listing}
         # A file whose size or modification time moved was rewritten: index it again. So is one
         # indexed before times were recorded (None never equals a listed time), and one whose
@@ -929,7 +973,7 @@ class IndexedTable(SecondaryIndexes):
         wanted = {self._rel(a) for a in items if not isinstance(a, DataFile)}
         described = [a for a in items if isinstance(a, DataFile)]
         if wanted:
-            listing = {f.path: f for f in self.reader.list_files()}
+            listing = {f.path: f for f in _tables.list_files(self.reader, stat=True)}
             missing = sorted(wanted - listing.keys())
             if missing:
                 raise FileNotFoundError(f"not live data files of {self.root}: {missing[:3]}")
