@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
@@ -42,7 +43,8 @@ from hudi_expr import (
     NotEqualTo,
     Reference,
 )
-from hudi_expr.expressions import LiteralPredicate
+from hudi_expr.expressions import Applied, LiteralPredicate
+from hudi_expr.transforms import Add, Cast, DateTrunc, Multiply, Prefix, Transform, Year
 
 __all__ = [
     "FileScan",
@@ -73,9 +75,9 @@ def translate_column(spark: SparkSession, column: Column, schema: StructType) ->
         return Translation(AlwaysTrue(), (str(plan.toString()),))
     if class_name(path[-1]) == "LocalRelation":
         return Translation(AlwaysFalse(), ())  # the condition is never TRUE
-    ids = frozenset(int(a.exprId().id()) for a in _seq(path[-1].output()))
+    names = {int(a.exprId().id()): str(a.name()) for a in _seq(path[-1].output())}
     conditions = [node.condition() for node in path if class_name(node) == "Filter"]
-    return walker.translation(_Nodes(ids), conditions)
+    return walker.translation(_Nodes(frozenset(names), names), conditions)
 
 
 def _empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
@@ -99,7 +101,8 @@ def translate_plan(df: DataFrame) -> Translation:
     scan = file_scan(df)
     if scan is None:
         return Translation(AlwaysTrue(), ("the plan does not read exactly one file relation",))
-    return walker.translation(_Nodes(scan.attribute_ids), (*scan.conditions, *scan.scan_filters))
+    names = {int(a.exprId().id()): str(a.name()) for a in _seq(scan.relation.output())}
+    return walker.translation(_Nodes(scan.attribute_ids, names), (*scan.conditions, *scan.scan_filters))
 
 
 def translate_expression(node: JavaObject, attribute_ids: frozenset[int] | None = None) -> Translation:
@@ -209,8 +212,13 @@ class _Nodes:
     """Catalyst's node accessors for ``adapters.walker``; ``attribute_ids`` limits the usable
     columns to those attributes (exprIds of the scanned relation), None allows every attribute."""
 
-    def __init__(self, attribute_ids: frozenset[int] | None = None) -> None:
+    def __init__(
+        self, attribute_ids: frozenset[int] | None = None, names: dict[int, str] | None = None
+    ) -> None:
         self.attribute_ids = attribute_ids
+        # exprId -> the relation's own column name: Spark resolved the attribute, perhaps ignoring
+        # case (spark.sql.caseSensitive=false) while keeping the query's spelling in its name.
+        self.names = names or {}
 
     def shape(self, node: JavaObject) -> walker.Shape[JavaObject] | None:
         """The form of a Catalyst expression, for ``adapters.walker``."""
@@ -248,16 +256,31 @@ class _Nodes:
         return None
 
     def column(self, node: JavaObject) -> walker.Column:
-        """The column path of an attribute, a struct field of one, or a widening cast of those."""
+        """The column path of an attribute, a struct field of one, a widening cast of those, or a
+        monotonic function of one (``year(d)``, ``q * 2`` under ANSI mode) as an ``Applied`` term."""
         kind = class_name(node)
         if not _plain_type(node):
             raise walker.Untranslatable  # collated strings do not compare as UTF-8 bytes
         if kind == "Cast":
-            return _widened(self.column(node.child()), node.child().dataType(), node.dataType())
+            try:
+                return _widened(self.column(node.child()), node.child().dataType(), node.dataType())
+            except walker.Untranslatable:
+                pass  # not exact: perhaps order-preserving all the same (decimal -> double)
+        found = _applied(node)
+        if found is not None:
+            build, operand = found
+            inner = self.column(operand)
+            if inner.float_as_double:
+                raise walker.Untranslatable
+            try:
+                return walker.Column(Applied(build(), inner.ref))
+            except (TypeError, ValueError):
+                raise walker.Untranslatable from None
         if kind == "AttributeReference":
             if self.attribute_ids is not None and int(node.exprId().id()) not in self.attribute_ids:
                 raise walker.Untranslatable  # not a column of the scanned relation (an alias, say)
-            return walker.Column(Reference(str(node.name())))
+            name = self.names.get(int(node.exprId().id())) or str(node.name())
+            return walker.Column(Reference(name))
         if kind == "GetStructField":
             parent = self.column(node.child())
             if parent.float_as_double:
@@ -277,6 +300,92 @@ class _Nodes:
             return str(node.sql())
         except Exception:  # some expressions (Python UDFs, subqueries) have no SQL form
             return str(node.toString())
+
+
+# ---------------------------------------------------------------------------- functions of columns
+
+_TRUNC_FORMATS = {
+    **dict.fromkeys(("YEAR", "YYYY", "YY"), "year"),
+    "QUARTER": "quarter",
+    **dict.fromkeys(("MONTH", "MON", "MM"), "month"),
+    "WEEK": "week",
+    **dict.fromkeys(("DAY", "DD"), "day"),
+    "HOUR": "hour",
+    "MINUTE": "minute",
+    "SECOND": "second",
+}
+_ARITHMETIC = {"Add": 1, "Subtract": -1, "Multiply": 0}
+
+
+def _applied(node: JavaObject) -> tuple[Callable[[], Transform], JavaObject] | None:
+    """A monotonic function of one operand (``hudi_expr.transforms``) and that operand, or None.
+
+    Arithmetic counts only in ANSI mode (``spark.sql.ansi.enabled``): otherwise Spark wraps around
+    on overflow, which keeps no order.
+    """
+    kind = class_name(node)
+    if kind == "Year":
+        return Year, node.child()
+    if kind in ("TruncDate", "TruncTimestamp"):
+        operand = node.date() if kind == "TruncDate" else node.timestamp()
+        unit = _TRUNC_FORMATS.get(str(_constant(node.format())).upper())
+        if unit is None or str(operand.dataType().sql()) == "TIMESTAMP":
+            return None  # a TIMESTAMP (with local time zone) truncates in the session's zone
+        return (lambda: DateTrunc(unit)), operand
+    if kind in ("Substring", "Left"):
+        pos = node.pos() if kind == "Substring" else None
+        n = _constant(node.len())
+        if (pos is not None and _constant(pos) != 1) or not isinstance(n, int):
+            return None
+        return (lambda: Prefix(n)), node.str()
+    if kind == "Cast":
+        target = _arrow_type(node.dataType())
+        if target is None or str(node.child().dataType().sql()) == "TIMESTAMP":
+            return None  # a TIMESTAMP (with local time zone) converts in the session's zone
+        return (lambda: Cast(target)), node.child()
+    if kind in _ARITHMETIC and str(node.evalMode()) == "ANSI":
+        left, right = node.left(), node.right()
+        if _constant(right) is not None:
+            operand, constant = left, _constant(right)
+        elif _constant(left) is not None and kind != "Subtract":
+            operand, constant = right, _constant(left)
+        else:
+            return None
+        sign = _ARITHMETIC[kind]
+        if not isinstance(constant, (int, decimal.Decimal)) or isinstance(constant, bool):
+            return None
+        if sign == 0:
+            return (lambda: Multiply(constant)), operand
+        return (lambda: Add(constant * sign)), operand
+    return None
+
+
+def _constant(node: JavaObject) -> Any:
+    """The value of a constant operand (a literal, or one Spark has not folded yet), else None."""
+    if class_name(node) != "Literal" and not (node.foldable() and node.deterministic()):
+        return None
+    try:
+        value = _literal(node)
+    except walker.Untranslatable:
+        return None
+    return None if value is walker.NULL else value
+
+
+def _arrow_type(data_type: JavaObject) -> pa.DataType | None:
+    """The arrow type of a Spark SQL type a monotonic cast may target (None: not one)."""
+    name = str(data_type.sql())
+    if class_name(data_type) == "DecimalType":
+        return pa.decimal128(int(data_type.precision()), int(data_type.scale()))
+    return {
+        "TINYINT": pa.int8(),
+        "SMALLINT": pa.int16(),
+        "INT": pa.int32(),
+        "BIGINT": pa.int64(),
+        "FLOAT": pa.float32(),
+        "DOUBLE": pa.float64(),
+        "DATE": pa.date32(),
+        "TIMESTAMP_NTZ": pa.timestamp("us"),
+    }.get(name)
 
 
 # ----------------------------------------------------------------------------------------- casts

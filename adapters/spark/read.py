@@ -42,7 +42,8 @@ from pyspark.sql.types import (
 
 from adapters.spark.catalyst import FileScan, class_name, file_scan, translate_column, translate_plan
 from adapters.spark.secondary import SecondarySkip, skip_files
-from hudi_expr import AlwaysTrue, Expression, Predicate
+from hudi_expr import AlwaysTrue, BindError, Expression, Predicate
+from hudi_expr.expressions import Applied
 from hudi_expr.types import is_binary_like, is_string_like
 from hudi_expr.visitors import transform_leaves
 from index_store import IndexedTable, PruneResult, open_table
@@ -161,10 +162,17 @@ def usable_expression(expr: Expression, spark_schema: StructType, index_schema: 
     """
 
     def keep(leaf: Predicate) -> Expression:
-        name = leaf.term.name
+        name = leaf.term.column.name  # a function of a column (year(d)) is typed by its column
         spark_kind = _spark_kind(_spark_field_type(spark_schema, name))
         index_kind = _arrow_kind(_arrow_field_type(index_schema, name))
-        return leaf if spark_kind is not None and spark_kind == index_kind else AlwaysTrue()
+        if spark_kind is None or spark_kind != index_kind:
+            return AlwaysTrue()
+        if isinstance(leaf.term, Applied):
+            try:
+                leaf.bind(index_schema)
+            except BindError:
+                return AlwaysTrue()  # not monotonic on the index's type of the column
+        return leaf
 
     return transform_leaves(expr, keep)
 

@@ -63,6 +63,8 @@ from hudi_expr import (
     StartsWith,
     col,
 )
+from hudi_expr.expressions import Applied, Expression, Reference
+from hudi_expr.transforms import Add, Cast, DateTrunc, Multiply, Prefix, Transform, Year
 from index_store import open_table
 
 SCHEMA = StructType(
@@ -176,7 +178,7 @@ ANALYZED = [
     ("NOT (s LIKE 'ab%')", NotStartsWith("s", "ab")),
     ("s LIKE 'a\\%b'", EqualTo("s", "a%b")),
     ("s LIKE 'ab%%'", StartsWith("s", "ab")),
-    ("s LIKE '%'", IsNotNull("s")),
+    ("s LIKE '%'", StartsWith("s", "")),  # binds to s IS NOT NULL; its negation to FALSE
     ("s LIKE '%a\\%b%'", Contains("s", "a%b")),
     ("NOT (s LIKE '%%ab%')", NotContains("s", "ab")),
     ("contains(s, 'q')", Contains("s", "q")),
@@ -221,15 +223,14 @@ def test_float_widened_to_double_is_placed_between_floats(spark: SparkSession) -
 
 
 UNUSED = [
-    ("i + 1 > 3", AlwaysTrue(), "(i + 1)"),
-    ("NOT (i + 1 > 3)", AlwaysTrue(), "(i + 1)"),
+    ("i % 2 > 3", AlwaysTrue(), "(i % 2)"),
+    ("NOT (i % 2 > 3)", AlwaysTrue(), "(i % 2)"),
     ("i = l", AlwaysTrue(), "= l"),
-    ("CAST(l AS DOUBLE) < 2.5D", AlwaysTrue(), "CAST(l AS DOUBLE)"),  # not exact
-    ("CAST(i AS FLOAT) < 2.5F", AlwaysTrue(), "CAST(i AS FLOAT)"),
-    ("CAST(d AS FLOAT) < 2.5F", AlwaysTrue(), "CAST(d AS FLOAT)"),
-    ("CAST(dt AS TIMESTAMP) > TIMESTAMP '2024-01-01 00:00:00'", AlwaysTrue(), None),
+    ("CAST(dt AS TIMESTAMP) > TIMESTAMP '2024-01-01 00:00:00'", AlwaysTrue(), None),  # session zone
     ("CAST(i AS STRING) = '1'", AlwaysTrue(), "CAST(i AS STRING)"),
-    ("CAST(i AS DECIMAL(5, 2)) > 1.25", AlwaysTrue(), None),  # may overflow: not widening
+    ("month(dt) = 3", AlwaysTrue(), "month(dt)"),  # wraps around each year: not monotonic
+    ("date_trunc('MONTH', ts) = TIMESTAMP '2024-01-01 00:00:00'", AlwaysTrue(), None),  # session zone
+    ("substr(s, 2, 1) = 'a'", AlwaysTrue(), None),  # not a prefix
     ("upper(s) = 'A'", AlwaysTrue(), "upper(s)"),
     ("s LIKE '%x'", AlwaysTrue(), None),
     ("s LIKE '%x_%'", AlwaysTrue(), None),
@@ -239,6 +240,99 @@ UNUSED = [
     ("NOT (i > 3 OR abs(l) = 2)", LessThanOrEqual("i", 3), "abs(l)"),
     ("s = 'a' COLLATE UTF8_LCASE", AlwaysTrue(), None),
 ]
+
+
+# Monotonic functions of a column (hudi_expr.transforms), read from the analyzed plan: arithmetic
+# only under ANSI mode (Spark 4's default), where overflow raises instead of wrapping around.
+def applied(transform: Transform, column: str) -> Applied:
+    return Applied(transform, Reference(column))
+
+
+FUNCTIONS = [
+    ("i + 1 > 3", GreaterThan(applied(Add(1), "i"), 3)),
+    ("NOT (i + 1 > 3)", LessThanOrEqual(applied(Add(1), "i"), 3)),
+    ("i - 2 < 0", LessThan(applied(Add(-2), "i"), 0)),
+    ("l * -3 >= 6", GreaterThanOrEqual(applied(Multiply(-3), "l"), 6)),
+    ("dec * 2 < 5", LessThan(applied(Multiply(2), "dec"), decimal.Decimal("5.00"))),
+    ("year(dt) = 1995", EqualTo(applied(Year(), "dt"), 1995)),
+    ("trunc(dt, 'MM') = DATE '1995-03-01'", EqualTo(applied(DateTrunc("month"), "dt"), dt.date(1995, 3, 1))),
+    ("substr(s, 1, 2) = 'ab'", EqualTo(applied(Prefix(2), "s"), "ab")),
+    ("left(s, 2) = 'ab'", EqualTo(applied(Prefix(2), "s"), "ab")),
+    ("CAST(dec AS DOUBLE) > 49.5D", GreaterThan(applied(Cast(pa.float64()), "dec"), 49.5)),
+    ("CAST(l AS DOUBLE) < 2.5D", LessThan(applied(Cast(pa.float64()), "l"), 2.5)),  # rounds: monotonic
+    # Binding refuses this one (it may overflow), but Spark's reading of it is translated:
+    ("CAST(i AS DECIMAL(5, 2)) > 1.25", GreaterThan(applied(Cast(pa.decimal128(5, 2)), "i"), 1.25)),
+]
+
+
+@pytest.mark.parametrize(("sql", "expected"), FUNCTIONS, ids=[c[0] for c in FUNCTIONS])
+def test_monotonic_functions_translate(spark: SparkSession, sql: str, expected: Expression) -> None:
+    t = analyzed(spark, sql)
+    assert str(expected) in {str(leaf) for leaf in t.expr.leaves()}, str(t.expr)
+    assert not t.not_used
+
+
+def test_arithmetic_is_not_used_without_ansi_mode(spark: SparkSession) -> None:
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        t = analyzed(spark, "i + 1 > 3")
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", "true")
+    assert t.expr == AlwaysTrue() and t.not_used  # i + 1 wraps around: no order kept
+
+
+def test_an_uppercased_column_binds_to_the_relation_column(spark: SparkSession) -> None:
+    # spark.sql.caseSensitive is false by default: Spark resolves I to i but keeps the query's
+    # spelling in the attribute; the translation names the relation's column.
+    assert spark.conf.get("spark.sql.caseSensitive") == "false"
+    assert GreaterThan("i", 5) in set(tr(spark, "I > 5").expr.leaves())
+
+
+def test_functions_prune_as_spark_filters(spark: SparkSession, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A function of a column prunes files, and never one holding a row Spark keeps."""
+    root = tmp_path / "fn"
+    root.mkdir()
+    for k in range(6):
+        day = dt.date(1993 + k, 2, 1)
+        pq.write_table(
+            pa.table(
+                {
+                    "n": pa.array([k * 10 - 25, k * 10 - 20, None], pa.int32()),
+                    "q": pa.array(
+                        [decimal.Decimal(k) + decimal.Decimal("0.25"), None, decimal.Decimal(-k)],
+                        pa.decimal128(10, 2),
+                    ),
+                    "dt": pa.array([day, day + dt.timedelta(days=40), None], pa.date32()),
+                    "s": pa.array([f"{chr(97 + k)}x", f"{chr(97 + k)}é", None], pa.string()),
+                }
+            ),
+            root / f"part-{k}.parquet",
+        )
+    table = open_table(root)
+    table.build()
+    everything = spark.read.parquet(str(root))
+    pruned_somewhere = 0
+    for sql in [
+        "year(dt) = 1995",
+        "trunc(dt, 'MM') >= DATE '1997-03-01'",
+        "n * -2 > 30",
+        "n + 7 < -10",
+        "q * 2 > 6",
+        "CAST(q AS DOUBLE) > 3.25D",
+        "left(s, 1) = 'c'",
+        "NOT (year(dt) <> 1996)",
+        "year(dt) IN (1993, 1998)",
+        "(n - 1) IS NULL",
+    ]:
+        translated = translate_column(spark, F.expr(sql), everything.schema).expr
+        kept = {p.rsplit("/", 1)[1] for p in table.prune(translated).files}
+        has_rows = {
+            r.f.rsplit("/", 1)[1]
+            for r in everything.filter(sql).select(F.input_file_name().alias("f")).collect()
+        }
+        assert has_rows <= kept, (sql, str(translated))
+        pruned_somewhere += len(kept) < 6
+    assert pruned_somewhere >= 8
 
 
 @pytest.mark.parametrize(("sql", "expected", "text"), UNUSED, ids=[c[0] for c in UNUSED])
@@ -310,7 +404,7 @@ def test_translate_plan_reads_filters_above_the_scan(spark: SparkSession, tmp_pa
     t = translate_plan(df)
     leaves = set(t.expr.leaves())
     assert GreaterThan("a", 1) in leaves and EqualTo("b", "y") in leaves
-    assert all(leaf.term.name in ("a", "b") for leaf in leaves)
+    assert all(leaf.term.column.name in ("a", "b") for leaf in leaves)
     assert translate_plan(df.groupBy("b").count()).expr != AlwaysTrue()  # aggregate above: fine
     joined = df.crossJoin(spark.read.parquet(path))
     assert translate_plan(joined).expr == AlwaysTrue()
