@@ -17,7 +17,7 @@ from hudi_expr.types import is_binary_like, is_string_like
 if TYPE_CHECKING:
     from hudi_expr.stats import FileStats
 
-__all__ = ["read_footer_stats", "stats_from_footers", "unify_schemas"]
+__all__ = ["nullable_where_absent", "read_footer_stats", "stats_from_footers", "unify_schemas"]
 
 # Parquet min/max of these physical/logical types have no reliable order or no stats at all.
 _UNORDERED_PHYSICAL = {"INT96"}
@@ -128,6 +128,7 @@ def unify_schemas(schemas: Sequence[pa.Schema]) -> pa.Schema:
 
     A field whose types cannot be widened into one (int64 in some files, string in others) takes
     the type of the last schema that has it; files of another type family get unknown bounds for it.
+    A field is non-nullable only if every schema has it non-nullable (``nullable_where_absent``).
     """
     if not schemas:
         return pa.schema([])
@@ -137,7 +138,7 @@ def unify_schemas(schemas: Sequence[pa.Schema]) -> pa.Schema:
             distinct.append(schema)
     schemas = distinct
     try:
-        return pa.unify_schemas(schemas, promote_options="permissive")
+        return nullable_where_absent(pa.unify_schemas(schemas, promote_options="permissive"), schemas)
     except (pa.ArrowTypeError, pa.ArrowInvalid):
         pass
     fields: dict[str, pa.Field] = {}
@@ -154,7 +155,40 @@ def unify_schemas(schemas: Sequence[pa.Schema]) -> pa.Schema:
                 fields[field.name] = merged.field(0)
             except (pa.ArrowTypeError, pa.ArrowInvalid):
                 fields[field.name] = field.with_nullable(True)
-    return pa.schema(list(fields.values()))
+    return nullable_where_absent(pa.schema(list(fields.values())), schemas)
+
+
+def nullable_where_absent(unified: pa.Schema, schemas: Sequence[pa.Schema]) -> pa.Schema:
+    """``unified`` with every field (struct fields too) that some of ``schemas`` lack made nullable.
+
+    Arrow's union keeps a field non-nullable when the schemas that have it say so, but a file
+    without the column reads it as NULL (DuckDB's union_by_name, Spark's schema merging); binding
+    and ``FileStats`` take a non-nullable column to hold no NULL.
+    """
+    fields = [_nullable_where_absent(f, [_field(s, f.name) for s in schemas]) for f in unified]
+    return pa.schema(fields, metadata=unified.metadata)
+
+
+def _nullable_where_absent(field: pa.Field, versions: list[pa.Field | None]) -> pa.Field:
+    structs = [v.type for v in versions if v is not None and pa.types.is_struct(v.type)]
+    if any(v is None for v in versions):
+        field = field.with_nullable(True)
+    if not pa.types.is_struct(field.type):
+        return field
+    if len(structs) < len(versions):
+        field = field.with_nullable(True)  # not a struct in some schema: its fields are not there
+    t = field.type
+    children = [
+        _nullable_where_absent(t.field(i), [_field(s, t.field(i).name) for s in structs])
+        for i in range(t.num_fields)
+    ]
+    return field.with_type(pa.struct(children))
+
+
+def _field(container: pa.Schema | pa.StructType, name: str) -> pa.Field | None:
+    """The field called ``name``, or None (also when the name is ambiguous)."""
+    i = container.get_field_index(name)
+    return container.field(i) if i >= 0 else None
 
 
 def _same_family(src: pa.DataType, dst: pa.DataType) -> bool:

@@ -81,11 +81,12 @@ class InclusiveEvaluator(StatsEvaluator):
     # ------------------------------------------------------------------------------ comparisons
 
     def visit_less_than(self, term: Any, v: pa.Scalar) -> pa.Array:
-        # The smallest value is below v. NaN sorts last, so NaN rows never satisfy a < v.
-        return all_of(self.col.has_values, pc.less(self.col.min, self.col.scalar(v)))
+        # The smallest value is below v. NaN sorts last, so NaN rows never satisfy a < v: a file
+        # of only NULL and NaN rows cannot match, whatever its (unknown) bounds.
+        return all_of(self.col.has_bounded_value, pc.less(self.col.min, self.col.scalar(v)))
 
     def visit_less_than_or_equal(self, term: Any, v: pa.Scalar) -> pa.Array:
-        return all_of(self.col.has_values, pc.less_equal(self.col.min, self.col.scalar(v)))
+        return all_of(self.col.has_bounded_value, pc.less_equal(self.col.min, self.col.scalar(v)))
 
     def visit_greater_than(self, term: Any, v: pa.Scalar) -> pa.Array:
         # The largest value is above v, or a NaN row (greater than every number) may be there.
@@ -98,10 +99,10 @@ class InclusiveEvaluator(StatsEvaluator):
 
     def visit_equal(self, term: Any, v: pa.Scalar) -> pa.Array:
         # v lies within [min, max] (-0.0 = 0.0 here as in SQL), and the membership structures
-        # (bloom filters) may hold it.
+        # (bloom filters) may hold it. v is a number (= NaN is isnan after binding): NaN rows fail.
         s = self.col.scalar(v)
         inside = all_of(
-            self.col.has_values, pc.less_equal(self.col.min, s), pc.greater_equal(self.col.max, s)
+            self.col.has_bounded_value, pc.less_equal(self.col.min, s), pc.greater_equal(self.col.max, s)
         )
         return self._contained(inside, pa.array([s]))
 
@@ -114,8 +115,9 @@ class InclusiveEvaluator(StatsEvaluator):
 
     def visit_in(self, term: Any, values: pa.Array) -> pa.Array:
         values = self.col.values(values)
-        # Some listed value lies within [min, max] (NaN was split off into isnan at bind time).
-        inside = all_of(self.col.has_values, self._some_value_within(values))
+        # Some listed value lies within [min, max] (NaN was split off into isnan at bind time, so
+        # NaN rows are in no list).
+        inside = all_of(self.col.has_bounded_value, self._some_value_within(values))
         return self._contained(inside, values)
 
     def visit_not_in(self, term: Any, values: pa.Array) -> pa.Array:

@@ -3,6 +3,8 @@
 Per data column (a leaf path, ``"s.x"`` for struct fields) there are four arrays over the files:
 ``min`` and ``max`` in the column's arrow type, ``null_count`` and ``nan_count`` (int64). A null
 entry means unknown. Bounds are bounds (a truncated string min is still a lower bound), not values.
+The schema is a claim about every file: a column it declares non-nullable holds no NULL, so its
+unknown null counts are 0 (filled once, here, when the stats are built).
 """
 
 from __future__ import annotations
@@ -69,16 +71,23 @@ class ColumnStats:
 
 def leaf_columns(schema: pa.Schema) -> dict[str, pa.DataType]:
     """Leaf paths reachable through structs (lists and maps have no usable stats) and their types."""
-    out: dict[str, pa.DataType] = {}
-    stack: list[tuple[str, pa.Field]] = [("", f) for f in reversed(list(schema))]
+    return {path: t for path, t, _ in _leaves(schema)}
+
+
+def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType, bool]]:
+    """(path, type, required) of every leaf column, in schema order. A leaf is required (holds no
+    NULL) when every field on its path is non-nullable: a NULL struct makes its fields NULL."""
+    out: list[tuple[str, pa.DataType, bool]] = []
+    stack: list[tuple[str, pa.Field, bool]] = [("", f, True) for f in reversed(list(schema))]
     while stack:
-        prefix, f = stack.pop()
+        prefix, f, outer_required = stack.pop()
         path = f"{prefix}{f.name}"
+        required = outer_required and not f.nullable
         t = f.type.value_type if pa.types.is_dictionary(f.type) else f.type
         if pa.types.is_struct(t):
-            stack.extend((f"{path}.", t.field(i)) for i in reversed(range(t.num_fields)))
+            stack.extend((f"{path}.", t.field(i), required) for i in reversed(range(t.num_fields)))
         elif not (pa.types.is_nested(t) or pa.types.is_null(t)):
-            out[path] = t
+            out.append((path, t, required))
     return out
 
 
@@ -86,7 +95,10 @@ class FileStats:
     """Statistics of N files: paths, row counts and a ``ColumnStats`` per leaf column.
 
     A column of ``schema`` with no entry in ``columns`` has no statistics at all (every file may
-    match). ``row_count`` may hold nulls (unknown); an empty file (0 rows) matches nothing.
+    match). ``row_count`` may hold nulls (unknown); an empty file (0 rows) matches nothing. A
+    non-nullable column's unknown null counts become 0: ``schema`` must not declare a column
+    non-nullable unless every file holds it without NULLs (``footer.unify_schemas`` makes a column
+    some files lack nullable).
     """
 
     __slots__ = ("columns", "files", "row_count", "schema")
@@ -104,12 +116,14 @@ class FileStats:
         if len(self.row_count) != n:
             raise StatsError(f"{n} files but {len(self.row_count)} row counts")
         self.schema = schema
-        leaves = leaf_columns(schema)
+        found = _leaves(schema)
+        leaves = {path: t for path, t, _ in found}
+        required = {path for path, _, is_required in found if is_required}
         self.columns: dict[str, ColumnStats] = {}
         for name, cs in columns.items():
             if name not in leaves:
                 raise StatsError(f"stats for {name!r}, which is not a leaf column of the schema")
-            self.columns[name] = _normalize(name, cs, leaves[name], n)
+            self.columns[name] = _normalize(name, cs, leaves[name], n, name in required)
 
     def __len__(self) -> int:
         return len(self.files)
@@ -262,8 +276,9 @@ def _unknown_column(t: pa.DataType, n: int) -> ColumnStats:
     return ColumnStats(pa.nulls(n, t), pa.nulls(n, t), pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()))
 
 
-def _normalize(name: str, cs: ColumnStats, t: pa.DataType, n: int) -> ColumnStats:
-    """Check lengths, cast to the column type, and drop bounds that cannot be used (NaN)."""
+def _normalize(name: str, cs: ColumnStats, t: pa.DataType, n: int, required: bool) -> ColumnStats:
+    """Check lengths, cast to the column type, drop bounds that cannot be used (NaN), and fill the
+    unknown null counts of a non-nullable (``required``) column with 0."""
     arrays = {}
     for key, target in (("min", t), ("max", t), ("null_count", pa.int64()), ("nan_count", pa.int64())):
         arr = getattr(cs, key)
@@ -279,6 +294,9 @@ def _normalize(name: str, cs: ColumnStats, t: pa.DataType, n: int) -> ColumnStat
                     f"column {name!r}: {key} of type {arr.type} is not {target}: {exc}"
                 ) from None
         arrays[key] = arr
+    if required and arrays["null_count"].null_count:
+        # The schema says no file holds a NULL here (a parquet REQUIRED column): none is 0.
+        arrays["null_count"] = arrays["null_count"].fill_null(0)
     if pa.types.is_floating(t):
         # A NaN bound says nothing about the other values: treat it as unknown.
         for key in ("min", "max"):

@@ -106,11 +106,13 @@ class ColumnView:
 
     @cached_property
     def has_nulls(self) -> pa.Array:
-        return pc.greater(self.cs.null_count, 0)
+        return pc.invert(self.no_nulls)
 
     @cached_property
     def no_nulls(self) -> pa.Array:
-        return pc.equal(self.cs.null_count, 0)
+        """null_count == 0, or every row is NaN (nan_count == row_count: an unknown NULL count is 0)."""
+        counted = pc.equal(self.cs.null_count, 0)
+        return any_of(counted, self.all_nan.fill_null(False)) if self.is_float else counted
 
     @cached_property
     def all_null(self) -> pa.Array:
@@ -137,6 +139,22 @@ class ColumnView:
     def has_non_nan(self) -> pa.Array:
         """Some row is not NaN (NULL rows count: NOT isnan(NULL) is TRUE in Spark)."""
         return pc.greater(self.row_count, self.cs.nan_count)
+
+    @cached_property
+    def has_bounded_value(self) -> pa.Array:
+        """Some row holds a value that min/max bound (neither NULL nor NaN). Only such a row can make
+        a test NaN fails TRUE (<, <=, =, IN); a float column whose every row is NULL or NaN
+        (nan_count == row_count - null_count) has none, whatever its bounds are (usually unknown)."""
+        if not self.is_float:
+            return self.has_values
+        bounded = pc.subtract(pc.subtract(self.row_count, self.cs.null_count), self.cs.nan_count)
+        # has_non_nan alone decides an all-NaN file whose NULL count is unknown.
+        return all_of(self.has_values, self.has_non_nan, pc.greater(bounded, 0))
+
+    @cached_property
+    def no_bounded_value(self) -> pa.Array:
+        """Every row is NULL or NaN: whatever is said of the values within [min, max] holds."""
+        return pc.invert(self.has_bounded_value)
 
     @cached_property
     def single_value(self) -> pa.Array:

@@ -68,11 +68,14 @@ class StrictEvaluator(StatsEvaluator):
         return all_of(self.col.no_nulls, self.col.no_nan, pc.less_equal(self.col.max, self.col.scalar(v)))
 
     def visit_greater_than(self, term: Any, v: pa.Scalar) -> pa.Array:
-        # min > v; NaN rows are greater than v too, so they do not spoil it.
-        return all_of(self.col.no_nulls, pc.greater(self.col.min, self.col.scalar(v)))
+        # min > v; NaN rows are greater than v too, so they do not spoil it, and a file of only
+        # NaN rows matches whatever its (unknown) bounds.
+        above = pc.greater(self.col.min, self.col.scalar(v))
+        return all_of(self.col.no_nulls, any_of(self.col.no_bounded_value, above))
 
     def visit_greater_than_or_equal(self, term: Any, v: pa.Scalar) -> pa.Array:
-        return all_of(self.col.no_nulls, pc.greater_equal(self.col.min, self.col.scalar(v)))
+        above = pc.greater_equal(self.col.min, self.col.scalar(v))
+        return all_of(self.col.no_nulls, any_of(self.col.no_bounded_value, above))
 
     def visit_equal(self, term: Any, v: pa.Scalar) -> pa.Array:
         s = self.col.scalar(v)
@@ -80,10 +83,11 @@ class StrictEvaluator(StatsEvaluator):
         return all_of(self.col.no_nulls, self.col.no_nan, pinned)
 
     def visit_not_equal(self, term: Any, v: pa.Scalar) -> pa.Array:
-        # v outside [min, max]; NaN rows differ from v, so they do not spoil it.
+        # v outside [min, max]; NaN rows differ from v (a number: != NaN is NOT isnan after
+        # binding), so they do not spoil it, and a file of only NaN rows matches.
         s = self.col.scalar(v)
         outside = any_of(pc.less(self.col.max, s), pc.greater(self.col.min, s))
-        return all_of(self.col.no_nulls, outside)
+        return all_of(self.col.no_nulls, any_of(self.col.no_bounded_value, outside))
 
     def visit_in(self, term: Any, values: pa.Array) -> pa.Array:
         values = self.col.values(values)
@@ -94,7 +98,7 @@ class StrictEvaluator(StatsEvaluator):
         values = self.col.values(values)
         # No listed value within [min, max]; the list holds no NaN, so NaN rows are not in it.
         none_within = pc.invert(some_value_within(self.col, values))
-        return all_of(self.col.no_nulls, none_within)
+        return all_of(self.col.no_nulls, any_of(self.col.no_bounded_value, none_within))
 
     def visit_starts_with(self, term: Any, prefix: pa.Scalar) -> pa.Array:
         # Both bounds start with p, hence every value between them does.

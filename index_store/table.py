@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from hudi_expr import Expression, FileStats, Translation, all_match, explain, might_match
 from hudi_expr.explain import Explanation
+from hudi_expr.footer import nullable_where_absent
 from hudi_expr.inclusive import prepare
 from hudi_expr.stats import leaf_columns
 from index_store import tables as _tables
@@ -1048,4 +1049,7 @@ def _compare_with_disk(
 
 
 def _merge_schemas(old: pa.Schema, new: pa.Schema) -> pa.Schema:
-    return pa.unify_schemas([old, new], promote_options="permissive") if len(old) else new
+    if not len(old):
+        return new
+    # A column only the indexed (only the new) files have is NULL in the others: nullable.
+    return nullable_where_absent(pa.unify_schemas([old, new], promote_options="permissive"), [old, new])

@@ -169,8 +169,10 @@ def nan_files() -> FileStats:
         (col("x").notin([NAN, 1.5]), [False, False, True, True, True]),
         (col("x") > NAN, [False, False, False, False, False]),
         (col("x") > 5.0, [True, True, True, True, False]),
-        # The unusable max of file 3 is unknown, the known min still prunes.
-        (col("x") < 0.5, [True, True, True, False, False]),
+        # Files 0-2 hold only NaN and NULL rows (counts say so, bounds unknown): NaN < 0.5 is
+        # FALSE. The unusable max of file 3 is unknown, the known min still prunes.
+        (col("x") < 0.5, [False, False, False, False, False]),
+        (col("x") == 0.5, [False, False, False, False, False]),
         (col("x").is_null(), [False, False, True, False, False]),
     ],
 )

@@ -205,8 +205,9 @@ def expected_comparison(cmp: Comparison, situation: str) -> bool:
         "absent": True,  # a file the column's stats do not know: may match
         "nan": cmp.mid or cmp.nan,
         "nan_unknown": cmp.mid or cmp.nan,
-        "only_nan": True,  # bounds unknown (NaN is not a bound): may match
-        "nan_bounds": True,  # NaN bounds are unusable, hence unknown
+        # Every row NaN (the counts say so; bounds unknown or unusable): as a NaN row does.
+        "only_nan": cmp.nan,
+        "nan_bounds": cmp.nan,
         "nan_unknown_pinned": cmp.pinned or cmp.nan,
     }
     return facts[situation]

@@ -89,38 +89,45 @@ def stats_for(c: Column) -> FileStats:
 
 # Per predicate: the situations in which every row is TRUE. Reasons, in short:
 #   NULL rows make no comparison TRUE; NaN is above every number and differs from each;
-#   an empty file matches vacuously; unknown stats (absent, NaN-only bounds) are never "surely".
+#   an empty file matches vacuously; unknown stats (absent) are never "surely"; a file whose
+#   every row is NaN (only_nan: counts known, bounds unknown) matches what NaN rows match.
 EVERY_ROW: dict[str, tuple[Any, set[str]]] = {
     "eq_pinned": (lambda v: col("x") == v[1], {"pinned", "empty"}),
     "eq_inside": (lambda v: col("x") == v[2], {"empty"}),
     "ne_outside": (
         lambda v: col("x") != v[4],
-        {"mid", "pinned", "empty", "rows_unknown", "nan", "nan_unknown"},
+        {"mid", "pinned", "empty", "rows_unknown", "nan", "nan_unknown", "only_nan"},
     ),
-    "ne_inside": (lambda v: col("x") != v[2], {"pinned", "empty"}),
+    "ne_inside": (lambda v: col("x") != v[2], {"pinned", "empty", "only_nan"}),
     "lt_above": (lambda v: col("x") < v[4], {"mid", "pinned", "empty", "rows_unknown"}),
     "le_max": (lambda v: col("x") <= v[3], {"mid", "pinned", "empty", "rows_unknown"}),
     "lt_max": (lambda v: col("x") < v[3], {"pinned", "empty"}),
-    "gt_below": (lambda v: col("x") > v[0], {"mid", "pinned", "empty", "rows_unknown", "nan", "nan_unknown"}),
-    "ge_min": (lambda v: col("x") >= v[1], {"mid", "pinned", "empty", "rows_unknown", "nan", "nan_unknown"}),
-    "gt_min": (lambda v: col("x") > v[1], {"empty"}),
+    "gt_below": (
+        lambda v: col("x") > v[0],
+        {"mid", "pinned", "empty", "rows_unknown", "nan", "nan_unknown", "only_nan"},
+    ),
+    "ge_min": (
+        lambda v: col("x") >= v[1],
+        {"mid", "pinned", "empty", "rows_unknown", "nan", "nan_unknown", "only_nan"},
+    ),
+    "gt_min": (lambda v: col("x") > v[1], {"empty", "only_nan"}),
     "in_pinned": (lambda v: col("x").isin([v[1], v[2]]), {"pinned", "empty"}),
     "in_all": (lambda v: col("x").isin([v[0], v[4]]), {"empty"}),
     "notin_outside": (
         lambda v: col("x").notin([v[0], v[4]]),
-        {"mid", "pinned", "empty", "rows_unknown", "nan", "nan_unknown"},
+        {"mid", "pinned", "empty", "rows_unknown", "nan", "nan_unknown", "only_nan"},
     ),
-    "notin_inside": (lambda v: col("x").notin([v[0], v[2]]), {"pinned", "empty"}),
+    "notin_inside": (lambda v: col("x").notin([v[0], v[2]]), {"pinned", "empty", "only_nan"}),
     "not_lt": (
         lambda v: ~(col("x") < v[1]),
-        {"mid", "pinned", "empty", "rows_unknown", "nan", "nan_unknown"},
+        {"mid", "pinned", "empty", "rows_unknown", "nan", "nan_unknown", "only_nan"},
     ),
-    "not_eq": (lambda v: ~(col("x") == v[2]), {"pinned", "empty"}),
+    "not_eq": (lambda v: ~(col("x") == v[2]), {"pinned", "empty", "only_nan"}),
     "between": (lambda v: col("x").between(v[0], v[3]), {"mid", "pinned", "empty", "rows_unknown"}),
     "and_one_fails": (lambda v: (col("x") > v[0]) & (col("x") < v[3]), {"pinned", "empty"}),
     "or_one_side": (
         lambda v: (col("x") < v[0]) | (col("x") >= v[1]),
-        {"mid", "pinned", "empty", "rows_unknown", "nan", "nan_unknown"},
+        {"mid", "pinned", "empty", "rows_unknown", "nan", "nan_unknown", "only_nan"},
     ),
     "is_null": (lambda v: col("x").is_null(), {"all_null", "empty"}),
     "is_not_null": (
