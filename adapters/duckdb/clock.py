@@ -1,0 +1,156 @@
+"""Pin the time a query reads: ``now()``, ``current_date`` and their kin become one literal instant.
+
+DuckDB evaluates these once per transaction (its start), so within a query they agree. A planner
+that folds ``current_date - INTERVAL 30 DAY`` to prune files evaluates it before the query runs,
+in another statement: without care the two could see different days (a query planned at
+23:59:59.999 and run at 00:00:00.001). ``pin_time`` reads the instant once and writes it into the
+query text in place of every such call, so the constant the planner folds and the one the query
+compares with are the same by construction; the query runs as if its transaction had started at
+that instant, which is what DuckDB's ``now()`` means. Each function keeps its type and its session
+time zone reading (``current_date`` is ``CAST(TIMESTAMPTZ '<instant>' AS DATE)``, converted in the
+session's ``TimeZone`` exactly as DuckDB converts ``now()``).
+
+``current_date``, ``current_timestamp``, ``current_time``, ``localtimestamp`` and ``localtime``
+are written without parentheses, and DuckDB reads them as a column when some table in scope has a
+column of that name. They are pinned only when no table the statement reads may have such a
+column (every table is one of the connection's own, checked in ``duckdb_columns()``, and no alias
+uses the name); otherwise the query is left as it is and those constants are not folded.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import duckdb
+
+__all__ = ["TIME_FUNCTIONS", "pin_time", "time_calls"]
+
+Node = dict[str, Any]
+
+# What each time function is, as a cast of the pinned TIMESTAMPTZ (None: the instant itself).
+_AS = {
+    "now": None,
+    "get_current_timestamp": None,
+    "transaction_timestamp": None,
+    "current_timestamp": None,
+    "today": "DATE",
+    "current_date": "DATE",
+    "current_localtimestamp": "TIMESTAMP",
+    "localtimestamp": "TIMESTAMP",
+    "get_current_time": "TIMETZ",
+    "current_time": "TIMETZ",
+    "current_localtime": "TIME",
+    "localtime": "TIME",
+}
+TIME_FUNCTIONS = frozenset(_AS)
+"""Functions (and keywords) whose value is the transaction's start time."""
+
+_KEYWORDS = frozenset(("current_date", "current_timestamp", "current_time", "localtimestamp", "localtime"))
+_NO_LOCATION = 1 << 63
+
+
+def time_calls(statement: Node) -> list[tuple[Node, str]]:
+    """Every call of a time function in a parsed statement, with the function's name: function
+    calls (``now()``) and the bare keywords DuckDB parses as column references (``current_date``)."""
+    found = []
+    for node in _dicts(statement):
+        cls = node.get("class")
+        if cls == "FUNCTION" and not node.get("schema") and not node.get("catalog"):
+            name = str(node.get("function_name", "")).lower()
+            if name in _AS and not node.get("arguments"):
+                found.append((node, name))
+        elif cls == "COLUMN_REF":
+            parts = node.get("column_names") or []
+            if len(parts) == 1 and str(parts[0]).lower() in _KEYWORDS:
+                found.append((node, str(parts[0]).lower()))
+    return found
+
+
+def pin_time(
+    con: duckdb.DuckDBPyConnection, query: str, statement: Node, instant: dt.datetime | None = None
+) -> str | None:
+    """``query`` with every time function replaced by ``instant`` (now, by default), or None when
+    it has none or a call cannot be replaced safely (its text is not where the parser says, or a
+    bare keyword may name a column)."""
+    calls = time_calls(statement)
+    if not calls:
+        return None
+    keywords = {name for node, name in calls if node.get("class") == "COLUMN_REF"}
+    if keywords and not _keywords_are_functions(con, statement, keywords):
+        return None
+    moment = (instant or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
+    stamp = f"TIMESTAMPTZ '{moment.strftime('%Y-%m-%d %H:%M:%S.%f')}+00'"
+    text = query.encode()
+    edits: list[tuple[int, int, bytes]] = []
+    for node, name in calls:
+        start, length = node.get("query_location"), node.get("query_location_length")
+        if not isinstance(start, int) or not isinstance(length, int) or start >= _NO_LOCATION:
+            return None
+        written = text[start : start + length].decode(errors="replace")
+        if not re.fullmatch(rf"(?i){re.escape(name)}(\s*\(\s*\))?", written):
+            return None
+        cast = _AS[name]
+        value = stamp if cast is None else f"CAST({stamp} AS {cast})"
+        edits.append((start, length, f"({value})".encode()))
+    for start, length, encoded in sorted(edits, key=lambda e: -e[0]):
+        text = text[:start] + encoded + text[start + length :]
+    return text.decode()
+
+
+def _keywords_are_functions(con: duckdb.DuckDBPyConnection, statement: Node, names: set[str]) -> bool:
+    """Whether no table or alias the statement reads can have a column named one of ``names``."""
+    tables: list[Node] = []
+    for node in _dicts(statement):
+        kind = node.get("type")
+        if kind == "BASE_TABLE":
+            tables.append(node)
+        elif kind == "TABLE_FUNCTION":
+            return False  # read_parquet(...) and friends: their columns are not known here
+        if str(node.get("alias") or "").lower() in names:
+            return False
+        if any(str(c).lower() in names for c in node.get("column_name_alias") or []):
+            return False
+    ctes = {str(name).lower() for name in _cte_names(statement)}
+    wanted = [t for t in tables if str(t.get("table_name", "")).lower() not in ctes]
+    if not wanted:
+        return True
+    rows = con.execute(
+        "SELECT DISTINCT lower(table_name) FROM duckdb_columns() WHERE lower(column_name) IN "
+        f"({', '.join('?' for _ in names)})",
+        sorted(names),
+    ).fetchall()
+    clashing = {str(r[0]) for r in rows}
+    known = {
+        str(r[0])
+        for r in con.execute(
+            "SELECT DISTINCT lower(table_name) FROM duckdb_columns() WHERE lower(table_name) IN "
+            f"({', '.join('?' for _ in wanted)})",
+            [str(t.get("table_name", "")).lower() for t in wanted],
+        ).fetchall()
+    }
+    for table in wanted:
+        name = str(table.get("table_name", "")).lower()
+        if name in clashing or name not in known:
+            return False  # a column of that name, or a table whose columns cannot be listed
+    return True
+
+
+def _cte_names(statement: Node) -> Iterator[str]:
+    for node in _dicts(statement):
+        for entry in (node.get("cte_map") or {}).get("map") or []:
+            if isinstance(entry, dict) and entry.get("key"):
+                yield str(entry["key"])
+
+
+def _dicts(root: Any) -> Iterator[Node]:
+    stack: list[Any] = [root]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            yield item
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
