@@ -30,6 +30,7 @@ from hudi_expr.printer import format_literal, quote_column
 from hudi_expr.stats import ColumnStats, leaf_columns
 from index_store import (
     IndexedTable,
+    IndexStoreError,
     PruneResult,
     open_table,
 )
@@ -78,21 +79,28 @@ def read_argument(text: str, option: str = "--where", noun: str = "predicate") -
     return read
 
 
-def parse_where(text: str) -> Translation:
+def parse_where(text: str, schema: Any = None) -> Translation:
     """A predicate given on the command line, with the parts of it pruning cannot use: SQL
-    (through the DuckDB adapter, when installed) or the JSON form of ``hudi_expr.to_json``."""
+    (through the DuckDB adapter, when installed; with the table's ``schema``, column names ignore
+    case as in DuckDB) or the JSON form of ``hudi_expr.to_json``."""
     stripped = text.strip()
     if stripped.startswith(("{", "[")) or stripped in ("true", "false"):
         return Translation(from_json(stripped), ())
-    translation: Translation = _duckdb("SQL predicates").translate_sql(stripped)
+    translation: Translation = _duckdb("SQL predicates").translate_sql(stripped, schema=schema)
     return translation
 
 
-def _where(args: argparse.Namespace) -> Translation:
-    """``--where`` parsed; every file (TRUE) when it was not given."""
+def _where(args: argparse.Namespace, table: IndexedTable | None = None) -> Translation:
+    """``--where`` parsed (against ``table``'s columns when given); TRUE when it was not given."""
     if args.where is None:
         return Translation(AlwaysTrue(), ())
-    return parse_where(read_argument(args.where))
+    schema = None
+    if table is not None:
+        try:
+            schema = table.snapshot().schema
+        except IndexStoreError:
+            schema = None  # the prune reports the unreadable index
+    return parse_where(read_argument(args.where), schema)
 
 
 def _duckdb(what: str) -> Any:
@@ -231,9 +239,10 @@ def _in_table(table: IndexedTable, path: str) -> str:
 
 def _cmd_prune(args: argparse.Namespace) -> int:
     """The kept files and why: per conjunct what it skipped, and what was kept regardless."""
-    where = _where(args)
+    table = open_from_args(args)
+    where = _where(args, table)
     t0 = time.perf_counter()
-    result = open_from_args(args).prune(where, on_corrupt="keep_all" if args.keep_all_on_corrupt else "raise")
+    result = table.prune(where, on_corrupt="keep_all" if args.keep_all_on_corrupt else "raise")
     elapsed = time.perf_counter() - t0
     _warn_if_unused(args, result)
     if args.json:
@@ -249,9 +258,8 @@ def _cmd_prune(args: argparse.Namespace) -> int:
 
 def _cmd_files(args: argparse.Namespace) -> int:
     """Only the kept files' absolute paths on stdout, one per line, for other tools to read."""
-    result = open_from_args(args).prune(
-        _where(args), on_corrupt="keep_all" if args.keep_all_on_corrupt else "raise"
-    )
+    table = open_from_args(args)
+    result = table.prune(_where(args, table), on_corrupt="keep_all" if args.keep_all_on_corrupt else "raise")
     _warn_if_unused(args, result)
     for note in result.notes():
         if result.index_used or note != result.note:

@@ -36,6 +36,7 @@ import pyarrow as pa
 from adapters import walker
 from adapters.translation import Translation
 from hudi_expr import (
+    BindError,
     EqualTo,
     Expression,
     GreaterThan,
@@ -46,6 +47,7 @@ from hudi_expr import (
     NotEqualTo,
     Reference,
 )
+from hudi_expr.binding import resolve as bind_resolve
 from hudi_expr.expressions import Applied, LiteralPredicate
 from hudi_expr.transforms import Add, Cast, DateTrunc, Multiply, Prefix, Transform, Year
 from hudi_expr.types import is_binary_like, is_string_like
@@ -77,16 +79,22 @@ class SqlParseError(HudiExprError, ValueError):
     """The SQL text is not a single valid boolean expression (bad input, not an unsupported one)."""
 
 
-def parse_predicate(sql: str, table_aliases: Iterable[str] = ()) -> Expression:
+def parse_predicate(
+    sql: str, table_aliases: Iterable[str] = (), schema: pa.Schema | None = None
+) -> Expression:
     """The ``hudi_expr`` expression of a SQL WHERE condition; untranslatable parts become TRUE.
 
     ``table_aliases`` names the tables a column may be qualified with: ``t.a`` is column ``a`` when
-    ``t`` is one of them, otherwise a two-part name is the struct field path ``t.a``.
+    ``t`` is one of them, otherwise a two-part name is the struct field path ``t.a``. With
+    ``schema``, names resolve as DuckDB resolves them, ignoring case (``L_SHIPDATE`` is
+    ``l_shipdate``); a name two columns match but for case is a ``BindError`` naming both.
     """
-    return translate_sql(sql, table_aliases).expr
+    return translate_sql(sql, table_aliases, schema).expr
 
 
-def translate_sql(sql: str, table_aliases: Iterable[str] = ()) -> Translation:
+def translate_sql(
+    sql: str, table_aliases: Iterable[str] = (), schema: pa.Schema | None = None
+) -> Translation:
     """Like ``parse_predicate``, and also say which parts of ``sql`` were not used (for explain).
 
     Raises ``SqlParseError`` when ``sql`` does not parse as one boolean expression.
@@ -96,18 +104,29 @@ def translate_sql(sql: str, table_aliases: Iterable[str] = ()) -> Translation:
     aliases = {table_aliases} if isinstance(table_aliases, str) else set(table_aliases)
     query = _PREFIX + sql
     where = _parse_where(sql, query)
-    nodes = Walker(query.encode(), _strip_aliases({a.lower() for a in aliases}), _PREFIX_BYTES)
+    nodes = Walker(query.encode(), _strip_aliases({a.lower() for a in aliases}, schema), _PREFIX_BYTES)
     nodes.evaluate_constants(where)
     return walker.translation(nodes, [where])
 
 
-def _strip_aliases(aliases: set[str]) -> Callable[[list[str]], str | None]:
-    """The column path of a column reference: ``t.a`` is ``a`` when ``t`` is a table alias."""
+def _strip_aliases(aliases: set[str], schema: pa.Schema | None = None) -> Callable[[list[str]], str | None]:
+    """The column path of a column reference: ``t.a`` is ``a`` when ``t`` is a table alias; with a
+    schema, the path as the schema spells it (DuckDB's names ignore case)."""
 
     def resolve(parts: list[str]) -> str | None:
         if len(parts) > 1 and parts[0].lower() in aliases:
             parts = parts[1:]
-        return ".".join(parts) if parts and all(parts) else None
+        if not parts or not all(parts):
+            return None
+        path = ".".join(parts)
+        if schema is None:
+            return path
+        try:
+            return bind_resolve(schema, path, case_sensitive=False).name
+        except BindError as exc:
+            if "ambiguous" in str(exc):
+                raise  # two columns match but for case: the user must say which
+            return None  # not a column of the table: the comparison is not used
 
     return resolve
 

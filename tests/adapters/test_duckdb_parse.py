@@ -19,7 +19,21 @@ from adapters.duckdb import (
     translate_expression,
     translate_sql,
 )
-from hudi_expr import AlwaysFalse, AlwaysTrue, Expression, IsNaN, IsNotNaN, Or, col
+from hudi_expr import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BindError,
+    EqualTo,
+    Expression,
+    IsNaN,
+    IsNotNaN,
+    Or,
+    Reference,
+    col,
+)
+from hudi_expr.expressions import Applied
+from hudi_expr.transforms import Year
 
 UTC = dt.UTC
 
@@ -308,7 +322,9 @@ def _leaf(rng: random.Random) -> str:
         lambda: f"CAST(m AS DOUBLE) {op} {rng.choice(['1.5', '-0.3', '2.0'])}",
         lambda: f"CAST(a AS DECIMAL(21, 2)) {op} {rng.choice(['1.5', '-2.25'])}",
         lambda: f"year(d) {op} {rng.choice(['2023', '2024', '2025'])}",
-        lambda: f"date_trunc('{rng.choice(['day', 'week', 'month'])}', d) {op} DATE '2024-01-0{rng.randint(1, 9)}'",
+        lambda: (
+            f"date_trunc('{rng.choice(['day', 'week', 'month'])}', d) {op} DATE '2024-01-0{rng.randint(1, 9)}'"
+        ),
         lambda: f"date_trunc('hour', tn) {op} TIMESTAMP '2024-01-03 0{rng.randint(0, 6)}:00:00'",
         lambda: f"CAST(tn AS DATE) {op} DATE '2024-01-0{rng.randint(2, 4)}'",
         lambda: f"CAST(d AS TIMESTAMP) {op} TIMESTAMP '2024-01-0{rng.randint(1, 9)} 12:00:00'",
@@ -402,3 +418,25 @@ def test_literals_read_without_duckdb_are_what_duckdb_reads(literal: str) -> Non
     if fast is not None:
         slow = _evaluate([node])[0][0]
         assert fast == slow and type(fast) is type(slow) and str(fast) == str(slow)
+
+
+def test_names_ignore_case_against_a_schema_as_in_duckdb() -> None:
+    schema = pa.schema([("l_shipdate", pa.date32()), ("qty", pa.int32())])
+    expr = parse_predicate(
+        "L_SHIPDATE > DATE '1995-01-01' AND year(L_ShipDate) = 1995 AND QTY < 3", schema=schema
+    )
+    assert expr.bind(schema) == And(
+        col("l_shipdate") > dt.date(1995, 1, 1),
+        EqualTo(Applied(Year(), Reference("l_shipdate")), 1995),
+        col("qty") < 3,
+    ).bind(schema)
+    # Without a schema the name is kept as written, and binding is case-sensitive by default.
+    with pytest.raises(BindError, match="unknown column"):
+        parse_predicate("QTY < 3").bind(schema)
+    assert parse_predicate("QTY < 3").bind(schema, case_sensitive=False) == (col("qty") < 3).bind(schema)
+
+
+def test_a_name_two_columns_match_but_for_case_is_ambiguous() -> None:
+    schema = pa.schema([("a", pa.int32()), ("A", pa.int32())])
+    with pytest.raises(BindError, match=r"ambiguous.*\['a', 'A'\]"):
+        parse_predicate("a > 1", schema=schema)
