@@ -323,7 +323,9 @@ def _leaf(rng: random.Random) -> str:
         lambda: f"CAST(a AS DECIMAL(21, 2)) {op} {rng.choice(['1.5', '-2.25'])}",
         lambda: f"year(d) {op} {rng.choice(['2023', '2024', '2025'])}",
         lambda: (
-            f"date_trunc('{rng.choice(['day', 'week', 'month'])}', d) {op} DATE '2024-01-0{rng.randint(1, 9)}'"
+            f"date_trunc('{rng.choice(['day', 'week', 'month'])}', d) {op} DATE '2024-01-0"
+            + str(rng.randint(1, 9))
+            + "'"
         ),
         lambda: f"date_trunc('hour', tn) {op} TIMESTAMP '2024-01-03 0{rng.randint(0, 6)}:00:00'",
         lambda: f"CAST(tn AS DATE) {op} DATE '2024-01-0{rng.randint(2, 4)}'",
