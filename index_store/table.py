@@ -47,6 +47,7 @@ from index_store.partitions import (
     read_blooms,
     read_column_stats,
     read_files,
+    read_live_files,
     read_record_index,
     read_record_keys,
 )
@@ -201,27 +202,51 @@ class _OnDisk:
         return self._partition_values
 
 
+# What pruning reads of the ``files`` partition when an index version is opened; the rest of
+# ``LOAD_COLUMNS`` (sizes and times, to compare with the disk) is read on first use.
+_OPEN_COLUMNS = ("file_idx", "path", "row_count")
+
+
 class _Loaded:
     """What a reader keeps of one index version: its files and the column stats loaded so far."""
 
     def __init__(self, root: Path, snap: Snapshot, columns: Sequence[str] = LOAD_COLUMNS) -> None:
+        self.root = root
         self.snap = snap
-        self.files = read_files(root, snap.live["files"], columns)
-        self.file_idx = self.files["file_idx"].to_numpy()
-        self.paths = self.files["path"].combine_chunks()
+        self._wanted = list(dict.fromkeys([*LOAD_COLUMNS, *columns]))
+        first = _OPEN_COLUMNS if tuple(columns) == LOAD_COLUMNS else self._wanted
+        self._files, self._rows = read_live_files(root, snap.live["files"], first)
+        self.file_idx = self._files["file_idx"].to_numpy()
+        self.paths = self._files["path"].combine_chunks()
+        self.row_count = self._files["row_count"].combine_chunks()
+        self.schema_only = FileStats([], [], {}, snap.schema)  # what binding a predicate needs
+        # ``stats()`` answers by (columns, with_blooms): everything in them belongs to this version.
+        self.stats_made: dict[tuple[tuple[str, ...], bool], FileStats] = {}
         self.columns: dict[str, Any] = {}
         self.blooms: dict[str, Any] = {}
         self.key_filters: KeyFilters | None = None
         self._partitions: pa.StringArray | None = None
         self.secondary: dict[str, Any] = {}  # the secondary index's manifest and opened files
 
+    @property
+    def files(self) -> pa.Table:
+        """The ``files`` partition's rows of the live files (``LOAD_COLUMNS`` and the columns asked
+        for), the columns not read when the version was opened read now, of the same rows."""
+        missing = [c for c in self._wanted if c not in self._files.column_names]
+        if missing:
+            more, _ = read_live_files(self.root, self.snap.live["files"], missing, self._rows)
+            for name in missing:
+                self._files = self._files.append_column(more.schema.field(name), more[name])
+        return self._files
+
     def partitions(self, root: Path) -> pa.StringArray:
         """Each live file's partition path (read on first use: pruning does not need it)."""
         if self._partitions is None:
-            if "partition" in self.files.column_names:
-                column = self.files["partition"]
+            if "partition" in self._files.column_names:
+                column = self._files["partition"]
             else:
-                column = read_files(root, self.snap.live["files"], ["partition"])["partition"]
+                read, _ = read_live_files(root, self.snap.live["files"], ["partition"], self._rows)
+                column = read["partition"]
             self._partitions = column.combine_chunks().cast(pa.string())
         return self._partitions
 
@@ -274,6 +299,9 @@ class IndexedTable(SecondaryIndexes):
         loaded = self._load()
         schema = loaded.snap.schema
         names = list(leaf_columns(schema)) if columns is None else list(dict.fromkeys(columns))
+        made = loaded.stats_made.get((tuple(names), with_blooms))
+        if made is not None:
+            return made
         missing = [c for c in names if c not in loaded.columns]
         if missing:
             loaded.columns.update(
@@ -291,7 +319,7 @@ class IndexedTable(SecondaryIndexes):
             )
         stats = FileStats(
             loaded.paths,
-            loaded.files["row_count"].combine_chunks(),
+            loaded.row_count,
             {c: loaded.columns[c] for c in names if c in loaded.columns},
             schema,
         )
@@ -307,6 +335,9 @@ class IndexedTable(SecondaryIndexes):
         if with_blooms and key_column in names and key_column in stats.columns:
             # The files' record key filters (Hudi's footer filters) answer = and IN on the key.
             stats = stats.with_membership(key_column, self._key_filters(loaded).filters)
+        if len(loaded.stats_made) >= 64:
+            loaded.stats_made.pop(next(iter(loaded.stats_made)))
+        loaded.stats_made[(tuple(names), with_blooms)] = stats
         return stats
 
     def _key_filters(self, loaded: _Loaded) -> KeyFilters:
@@ -342,7 +373,7 @@ class IndexedTable(SecondaryIndexes):
                 raise IndexNotBuiltError(self.root)
             if not len(loaded.snap.schema):
                 return self._prune_without_columns(not_used)
-            bound = prepare(predicate, FileStats([], [], {}, loaded.snap.schema))
+            bound = prepare(predicate, loaded.schema_only)
             stats = self.stats(bound.references())
             mask = might_match(bound, stats)
         except IndexCorruptError as exc:
@@ -398,7 +429,7 @@ class IndexedTable(SecondaryIndexes):
         loaded = self._load()
         if not loaded.snap.version:
             raise IndexNotBuiltError(self.root)
-        bound = prepare(expr, FileStats([], [], {}, loaded.snap.schema))
+        bound = prepare(expr, loaded.schema_only)
         stats = self.stats(bound.references())
         mask = might_match(bound, stats).to_numpy(zero_copy_only=False)
         disk = self._on_disk(loaded)

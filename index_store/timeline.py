@@ -5,11 +5,17 @@ a temporary file, is flushed to disk, and is hard-linked to its final name, whic
 name exists. So an entry is either absent or complete (a crash leaves only orphan files, which
 readers ignore and ``clean`` removes), and of two writers racing for one version exactly one wins.
 Readers replay from the latest checkpoint (a commit listing every live index file).
+
+A reader asks for the newest version before every query; the answer is reused while nothing
+changed in the timeline folder: known from a watch on it (``index_store.tables.watch``: no system
+call beyond reading an empty event queue) where one can vouch, else from its listing and a ``stat``
+of each replayed entry.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -23,6 +29,7 @@ import pyarrow as pa
 from index_store.config import IndexConfig
 from index_store.errors import IndexCorruptError
 from index_store.partitions import REGISTRY
+from index_store.tables.watch import Watch, new_watch
 
 __all__ = ["Commit", "IndexTimeline", "Snapshot"]
 
@@ -117,6 +124,15 @@ class IndexTimeline:
         # give the same snapshot (a listing and a stat per replayed entry, no reads). The stats
         # still catch an entry damaged in place.
         self._replayed: tuple[tuple[int, ...], list[tuple[Path, int, int]], Snapshot] | None = None
+        # A watch on the folder, made before the newest replay's listing: while it saw nothing
+        # (an entry created, removed or written), that replay is the newest snapshot as it stands.
+        self._watch: Watch | None = None
+
+    def __del__(self) -> None:
+        watch = getattr(self, "_watch", None)
+        if watch is not None:
+            with contextlib.suppress(Exception):  # at interpreter exit modules may be gone
+                watch.close()
 
     def versions(self) -> list[int]:
         """Versions of complete entries, ascending (temporary files are not entries)."""
@@ -143,6 +159,42 @@ class IndexTimeline:
 
     def snapshot(self, version: int | None = None) -> Snapshot:
         """Replay the log up to ``version`` (default: the latest) from the latest checkpoint."""
+        cached = self._replayed
+        newest = version is None
+        if newest and cached is not None and self._watch is not None and not self._watch.changed():
+            return cached[2]
+        if self._watch is not None:
+            self._watch.close()  # an older version's replay is about to replace the cached one
+            self._watch = None
+        watch = self._new_watch() if newest else None
+        try:
+            snap = self._snapshot(version)
+        except BaseException:
+            if watch is not None:
+                watch.close()
+            raise
+        if watch is not None:
+            # Kept only with a replay of the newest version made after it started.
+            if self._replayed is not None and self._replayed[2] is snap:
+                self._watch = watch
+            else:
+                watch.close()
+        return snap
+
+    def _new_watch(self) -> Watch | None:
+        """A usable watch on the timeline folder (None: the folder is not there, or cannot be)."""
+        watch = new_watch(lambda name: name.startswith("."))  # writers' temporary files
+        try:
+            device = os.stat(self.dir).st_dev
+        except OSError:
+            watch.close()
+            return None
+        if not watch.add(str(self.dir), device):
+            watch.close()
+            return None
+        return watch
+
+    def _snapshot(self, version: int | None) -> Snapshot:
         versions = [v for v in self.versions() if version is None or v <= version]
         if not versions:
             return Snapshot.empty()

@@ -24,7 +24,15 @@ from index_store.partitions.column_stats import (
     read_column_stats,
     write_column_stats,
 )
-from index_store.partitions.files import FILES_SCHEMA, LOAD_COLUMNS, FilesPartition, read_files, write_files
+from index_store.partitions.files import (
+    FILES_SCHEMA,
+    LOAD_COLUMNS,
+    FilesPartition,
+    LiveRows,
+    read_files,
+    read_live_files,
+    write_files,
+)
 from index_store.partitions.record_index import (
     RECORD_INDEX_SCHEMA,
     RecordIndexPartition,
@@ -53,12 +61,14 @@ __all__ = [
     "Batch",
     "KeyFilters",
     "LiveIndex",
+    "LiveRows",
     "Partition",
     "Registry",
     "lookup_record_keys",
     "read_blooms",
     "read_column_stats",
     "read_files",
+    "read_live_files",
     "read_manifest",
     "read_record_index",
     "read_record_keys",

@@ -4,15 +4,16 @@ row count, data instant), the newest row of a ``file_idx`` winning; a tombstone 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from index_store.partitions.base import Batch, LiveIndex, read_index_file, write_index_file
+from index_store.partitions.base import Batch, LiveIndex, open_index_file, read_index_file, write_index_file
 
-__all__ = ["FILES_SCHEMA", "LOAD_COLUMNS", "FilesPartition", "read_files"]
+__all__ = ["FILES_SCHEMA", "LOAD_COLUMNS", "FilesPartition", "LiveRows", "read_files", "read_live_files"]
 
 FILES_SCHEMA = pa.schema(
     [
@@ -70,29 +71,77 @@ def write_files(root: Path, rows: pa.Table) -> str:
     return write_index_file(root, "files", [rows.select(FILES_SCHEMA.names).cast(FILES_SCHEMA)], FILES_SCHEMA)
 
 
+@dataclass(frozen=True)
+class LiveRows:
+    """Which rows of the ``files`` partition's live index files (read one after another) are the
+    live data files, in file_idx order: positions to take, or None when all are, as they stand.
+    Kept with what was read, so that more columns of the same rows can be read later."""
+
+    take: pa.Array | None
+
+
 def read_files(root: Path, live: Sequence[str], columns: Sequence[str] = FILES_SCHEMA.names) -> pa.Table:
     """The live data files: newest row per ``file_idx``, tombstones dropped, sorted by file_idx.
 
-    ``columns`` narrows what is read (``LOAD_COLUMNS`` is what pruning needs).
+    ``columns`` are read besides ``LOAD_COLUMNS`` (what pruning needs).
     """
-    wanted = list(dict.fromkeys([*LOAD_COLUMNS, *columns]))
-    schema = pa.schema([FILES_SCHEMA.field(c) for c in wanted])
-    tables = [read_index_file(root, rel, FILES_SCHEMA, columns=wanted, optional=_ADDED_LATER) for rel in live]
+    return read_live_files(root, live, [*LOAD_COLUMNS, *columns])[0]
+
+
+def read_live_files(
+    root: Path, live: Sequence[str], columns: Sequence[str], rows: LiveRows | None = None
+) -> tuple[pa.Table, LiveRows]:
+    """``columns`` of the live data files (as ``read_files``), and which rows those were: give
+    ``rows`` back to read other columns of the same rows later (only those columns are read)."""
+    wanted = list(dict.fromkeys(columns))
+    if rows is not None:
+        table = _read(root, live, wanted)
+    else:
+        table = _read(root, live, list(dict.fromkeys(["file_idx", *wanted])))
+        rows = _live_rows(root, live, table["file_idx"])
+    if rows.take is not None:
+        table = table.take(rows.take)
+    return table.select(wanted), rows
+
+
+def _read(root: Path, live: Sequence[str], columns: list[str]) -> pa.Table:
+    schema = pa.schema([FILES_SCHEMA.field(c) for c in columns])
+    tables = [
+        read_index_file(root, rel, FILES_SCHEMA, columns=columns, optional=_ADDED_LATER) for rel in live
+    ]
     if not tables:
         return schema.empty_table()
-    rows = pa.concat_tables([_with_nulls(t, schema).select(wanted).cast(schema) for t in tables])
-    idx = rows["file_idx"].to_numpy()
-    # A build or compaction writes each file once, in file_idx order: nothing to resolve then.
-    if bool(np.all(idx[1:] > idx[:-1])) and not pc.any(rows["deleted"]).as_py():
-        return rows
-    # Newest version first within each file_idx, then keep the first row of each.
+    return pa.concat_tables([_with_nulls(t, schema).select(columns).cast(schema) for t in tables])
+
+
+def _live_rows(root: Path, live: Sequence[str], file_idx: pa.ChunkedArray) -> LiveRows:
+    idx = file_idx.to_numpy()
+    # A build or compaction writes each file once, in file_idx order, and no tombstone (the
+    # footers' statistics of ``deleted`` say so without reading it): nothing to resolve then.
+    if bool(np.all(idx[1:] > idx[:-1])) and not any(_may_hold_tombstones(root, rel) for rel in live):
+        return LiveRows(None)
+    rows = _read(root, live, ["file_idx", "version", "deleted"])
+    # Newest version first within each file_idx, then keep the first row of each, if not deleted.
     order = pc.sort_indices(rows, sort_keys=[("file_idx", "ascending"), ("version", "descending")])
-    rows = rows.take(order)
-    idx = rows["file_idx"].to_numpy()
+    idx = rows["file_idx"].take(order).to_numpy()
     first = np.ones(len(idx), dtype=bool)
     first[1:] = idx[1:] != idx[:-1]
-    rows = rows.filter(pa.array(first))
-    return rows.filter(pc.invert(rows["deleted"]))
+    deleted = rows["deleted"].take(order).to_numpy(zero_copy_only=False)
+    return LiveRows(order.filter(pa.array(first & ~deleted.astype(bool))))
+
+
+def _may_hold_tombstones(root: Path, rel: str) -> bool:
+    """Unless every row group's statistics of ``deleted`` say it is never true."""
+    pf = open_index_file(root, rel)
+    md = pf.metadata
+    column = pf.schema_arrow.get_field_index("deleted")
+    if column < 0:
+        return True
+    for r in range(md.num_row_groups):
+        st = md.row_group(r).column(column).statistics
+        if st is None or not st.has_min_max or st.max is not False or st.null_count:
+            return True
+    return False
 
 
 def _with_nulls(table: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_expr import col
-from index_store import IndexedTable, open_table
+from index_store import IndexCorruptError, IndexedTable, open_table
 from index_store.tables import PlainParquetTable, watch
 from index_store.tables.watch import new_watch
 
@@ -319,3 +319,29 @@ def test_a_watch_sees_writes_of_another_process(tmp_path: Path) -> None:
     )
     subprocess.run([sys.executable, "-c", code, str(root / "f2.parquet")], check=True)
     assert _count_kept(t, "k = 999", 999) == 1
+
+
+# --------------------------------------------------------------------- the index's own timeline
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["watch", "listing"])
+def test_the_timeline_sees_commits_damage_and_older_versions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trusted: bool
+) -> None:
+    if not trusted:
+        monkeypatch.setattr(watch, "LOCAL_FILE_SYSTEMS", frozenset())
+    root = tmp_path / "t"
+    t = _indexed(root, "stat")
+    first = t.snapshot()
+    assert t.snapshot() is first  # nothing changed: the same replay
+    other = open_table(root)  # another reader and writer of the same index
+    _write(root / "f9.parquet", [999])
+    other.update(added=["f9.parquet"])
+    assert t.snapshot().version == first.version + 1
+    assert t.prune(col("k") == 999).files == [str(root / "f9.parquet")]
+    assert t.timeline.snapshot(first.version).version == first.version  # an older version ...
+    assert t.snapshot().version == first.version + 1  # ... does not stand for the newest
+    entry = t.timeline.path(first.version + 1)
+    entry.write_text("{not json")  # damaged in place
+    with pytest.raises(IndexCorruptError):
+        t.snapshot()
