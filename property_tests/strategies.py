@@ -279,11 +279,15 @@ def schemas(draw: st.DrawFn) -> tuple[pa.Schema, list[Leaf]]:
 
 @st.composite
 def column_values(draw: st.DrawFn, t: pa.DataType, n: int, pool: list[Any]) -> list[Any]:
-    """``n`` raw values for one file: all null, one repeated value, or a mix (with nulls)."""
-    mode = draw(st.sampled_from(["mixed", "mixed", "mixed", "all_null", "constant", "no_null"]))
+    """``n`` raw values for one file: all null, one repeated value, a mix (with nulls), or for
+    floats only NaN and NULL (a file whose counts say it holds no number)."""
+    modes = ["mixed", "mixed", "mixed", "all_null", "constant", "no_null"]
+    mode = draw(st.sampled_from([*modes, "nan"] if kind_of(t) == "float" else modes))
     fresh = values_for(t)
     if mode == "all_null":
         return [None] * n
+    if mode == "nan":
+        return draw(st.lists(st.sampled_from([math.nan, math.nan, None]), min_size=n, max_size=n))
     if mode == "constant":
         v = draw(st.sampled_from(pool) if pool else fresh)
         return [v] * n
@@ -291,6 +295,34 @@ def column_values(draw: st.DrawFn, t: pa.DataType, n: int, pool: list[Any]) -> l
     if mode == "mixed":
         cell = st.one_of(st.none(), cell)
     return draw(st.lists(cell, min_size=n, max_size=n))
+
+
+@st.composite
+def with_required_fields(
+    draw: st.DrawFn,
+    schema: pa.Schema,
+    raw_children: dict[str, list[list[Any]]],
+    struct_nulls: dict[str, list[list[bool]]],
+) -> pa.Schema:
+    """``schema`` with some fields that hold no NULL in any file declared non-nullable (parquet
+    REQUIRED): the library then takes unknown NULL counts for 0 where the whole path is."""
+
+    def no_nulls(per_file: list[list[Any]]) -> bool:
+        return all(v is not None for vals in per_file for v in vals)
+
+    fields = []
+    for f in schema:
+        if pa.types.is_struct(f.type):
+            children = [
+                c.with_nullable(not (no_nulls(raw_children[f"{f.name}.{c.name}"]) and draw(st.booleans())))
+                for c in f.type
+            ]
+            never_null = not any(m for masks in struct_nulls[f.name] for m in masks)
+            f = f.with_type(pa.struct(children)).with_nullable(not (never_null and draw(st.booleans())))
+        elif no_nulls(raw_children[f.name]) and draw(st.booleans()):
+            f = f.with_nullable(False)
+        fields.append(f)
+    return pa.schema(fields)
 
 
 def _arrow_column(t: pa.DataType, raw: list[Any]) -> pa.Array:
@@ -369,6 +401,7 @@ def cases(draw: st.DrawFn, max_files: int = 6, max_rows: int = 6, degraded: bool
                 draw(st.lists(st.integers(0, 4).map(lambda i: i == 0), min_size=n, max_size=n))
                 for n in row_counts
             ]
+    schema = draw(with_required_fields(schema, raw_children, struct_nulls))
     for leaf in leaves:
         top = leaf.path.split(".")[0]
         masks = struct_nulls.get(top)
@@ -654,11 +687,11 @@ def literal_near(draw: st.DrawFn, t: pa.DataType, v: Any) -> Any:
         if form == 0:
             return d.isoformat()
         if form == 1:  # a timestamp against a date column: the date is cast to a timestamp
-            moment = dt.datetime(d.year, d.month, d.day)
+            stamp = dt.datetime(d.year, d.month, d.day)
             delta = draw(st.sampled_from([0, 1, -1, 43_200_000_000]))
             with contextlib.suppress(OverflowError):
-                moment = moment + dt.timedelta(microseconds=delta)
-            return moment.replace(tzinfo=dt.UTC) if draw(st.booleans()) else moment
+                stamp = stamp + dt.timedelta(microseconds=delta)
+            return stamp.replace(tzinfo=dt.UTC) if draw(st.booleans()) else stamp
         if form == 2:  # text with a time part: cast to DATE, the time part is dropped
             return draw(iso_strings(dt.datetime(d.year, d.month, d.day, 12, 30, 15, 123456)))
         if form == 3:
