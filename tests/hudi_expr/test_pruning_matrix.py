@@ -133,7 +133,7 @@ def records(case: Case) -> list[dict[str, Any]]:
     rows = {"empty": 0, "rows_unknown": None}
     out = []
     for name in situations(case):
-        column_stats = {"other": {"min": 0, "max": 1, "null_count": 0}}
+        column_stats: dict[str, Any] = {"other": {"min": 0, "max": 1, "null_count": 0}}
         if stats[name] is not None:
             column_stats[case.column] = stats[name]
         out.append({"file": name, "row_count": rows.get(name, 10), "stats": column_stats})
