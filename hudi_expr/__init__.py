@@ -7,7 +7,7 @@ Spark/DuckDB NaN ordering, and never need more than the statistics in ``FileStat
 
 from hudi_expr.binding import bind, resolve
 from hudi_expr.bloom import BloomFilter, BloomFilterFormatError, BloomFilterSet, hash_keys
-from hudi_expr.errors import BindError, ExpressionFormatError, HudiExprError, StatsError
+from hudi_expr.errors import BindError, ExpressionFormatError, HudiExprError, StatsError, TruthTestError
 from hudi_expr.explain import Explanation, explain
 from hudi_expr.expressions import (
     AlwaysFalse,
@@ -50,6 +50,7 @@ from hudi_expr.serde import from_json, to_json
 from hudi_expr.stats import ColumnStats, FileStats
 from hudi_expr.strict import all_match
 from hudi_expr.translation import Translation
+from hudi_expr.truth import is_false, is_not_false, is_not_true, is_not_unknown, is_true, is_unknown
 from hudi_expr.visitors import ExpressionVisitor, PredicateVisitor, rewrite_not, visit
 
 __all__ = [
@@ -96,6 +97,7 @@ __all__ = [
     "StartsWith",
     "StatsError",
     "Translation",
+    "TruthTestError",
     "all_match",
     "bind",
     "col",
@@ -103,6 +105,12 @@ __all__ = [
     "explain",
     "from_json",
     "hash_keys",
+    "is_false",
+    "is_not_false",
+    "is_not_true",
+    "is_not_unknown",
+    "is_true",
+    "is_unknown",
     "literal_guarantees",
     "might_match",
     "resolve",

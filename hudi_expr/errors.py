@@ -17,3 +17,7 @@ class ExpressionFormatError(HudiExprError, ValueError):
 
 class StatsError(HudiExprError, ValueError):
     """File statistics are inconsistent (lengths or types that do not match)."""
+
+
+class TruthTestError(HudiExprError, ValueError):
+    """An IS TRUE/FALSE/NULL test of a predicate cannot be rewritten exactly (``hudi_expr.truth``)."""
