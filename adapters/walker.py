@@ -14,6 +14,10 @@ decided here, once, for all engines:
   NULL)`` is ``x IN (..)``, and ``x NOT IN (.., NULL)`` is never TRUE.
 - ``IS [NOT] DISTINCT FROM`` is never NULL: its negation is the other one.
 - ``LIKE`` is an equality, a prefix or a substring test only when its escape rules make it one.
+- A truth test ``(p) IS [NOT] TRUE | FALSE | NULL`` is ``hudi_expr.truth``'s rewrite of ``p``
+  translated exactly: under it NULL is no longer FALSE, so every shortcut above that reads NULL as
+  FALSE is untranslatable there, and so is the whole test when any part of ``p`` is (TRUE for that
+  part would be wrong under IS FALSE or IS NULL). NOT of a truth test is the opposite test.
 
 The walk keeps its own stack: a 10,000-term AND chain or a 10,000-deep NOT never reaches Python's
 recursion limit. No engine is imported here.
@@ -21,9 +25,9 @@ recursion limit. No engine is imported here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
 from adapters import widening
 from hudi_expr import (
@@ -46,6 +50,13 @@ from hudi_expr import (
     Or,
     Reference,
     StartsWith,
+    TruthTestError,
+    is_false,
+    is_not_false,
+    is_not_true,
+    is_not_unknown,
+    is_true,
+    is_unknown,
 )
 from hudi_expr.expressions import Applied, LiteralPredicate
 from hudi_expr.terms import normalize_term
@@ -71,10 +82,14 @@ __all__ = [
     "Shape",
     "SubstringTest",
     "TermTest",
+    "TruthKind",
+    "TruthTest",
     "Untranslatable",
+    "is_predicate",
     "like",
     "translate",
     "translation",
+    "truth_kind",
 ]
 
 N = TypeVar("N")
@@ -227,6 +242,19 @@ class LikeTest(Generic[N]):
     negated: bool = False
 
 
+TruthKind = Literal["true", "false", "null", "not true", "not false", "not null"]
+
+
+@dataclass(slots=True)
+class TruthTest(Generic[N]):
+    """``(operand) IS <kind>`` of a predicate ``operand`` (``IS NULL`` of a column is a ``NullTest``):
+    ``kind`` is "true", "false", "null" (``IS NULL``, ``IS UNKNOWN``), "not true", "not false" or
+    "not null"."""
+
+    operand: N
+    kind: TruthKind
+
+
 @dataclass(slots=True)
 class Constant(Generic[N]):
     """A constant used as the whole condition (``WHERE TRUE``, ``WHERE NULL``), read by ``literal``."""
@@ -255,9 +283,67 @@ Shape = (
     | SubstringTest[N]
     | TermTest[N]
     | LikeTest[N]
+    | TruthTest[N]
     | Constant[N]
     | BooleanColumn[N]
 )
+
+# The shapes of predicates: what a truth test applies to (a column or a constant is not one).
+_PREDICATES = (
+    Conjunction,
+    Disjunction,
+    Negation,
+    Comparison,
+    DistinctFrom,
+    Between,
+    InList,
+    NullTest,
+    NanTest,
+    PrefixTest,
+    SubstringTest,
+    TermTest,
+    LikeTest,
+    TruthTest,
+)
+
+
+def is_predicate(shape: Shape[N] | None) -> bool:
+    """Whether ``shape`` is a test or a junction of tests: ``(shape) IS NULL`` is then a truth test,
+    not a column's ``NullTest`` (adapters decide with this which one a node is)."""
+    return isinstance(shape, _PREDICATES)
+
+
+def truth_kind(value: Any, distinct: bool) -> TruthKind | None:
+    """The truth test ``p IS [NOT] DISTINCT FROM value`` is for a predicate ``p`` (``IS NOT DISTINCT
+    FROM TRUE`` is ``IS TRUE``, ``<=> NULL`` is ``IS NULL``); None unless ``value`` is TRUE, FALSE or
+    ``NULL``."""
+    if value is NULL:
+        kind: TruthKind = "null"
+    elif value is True:
+        kind = "true"
+    elif value is False:
+        kind = "false"
+    else:
+        return None
+    return _OPPOSITE[kind] if distinct else kind
+
+
+_OPPOSITE: dict[TruthKind, TruthKind] = {
+    "true": "not true",
+    "false": "not false",
+    "null": "not null",
+    "not true": "true",
+    "not false": "false",
+    "not null": "null",
+}
+_TESTS: dict[TruthKind, Callable[[Expression], Expression]] = {
+    "true": is_true,
+    "false": is_false,
+    "null": is_unknown,
+    "not true": is_not_true,
+    "not false": is_not_false,
+    "not null": is_not_unknown,
+}
 
 
 class NodeAccessors(Protocol[N]):
@@ -298,48 +384,88 @@ def translate(
 
     The source text of each untranslated part is appended to ``not_used``.
     """
+    unused: list[str] = []
     results: list[Expression] = []
-    # (node, negated, its junction once its children are on the stack)
-    stack: list[tuple[N, bool, Conjunction[N] | Disjunction[N] | None]] = [(root, negated, None)]
+    # (node, negated, exact, what the node waits for once its operands are on the stack): ``exact``
+    # under a truth test, where the translation must keep the node's NULL rows too, not only TRUE.
+    stack: list[tuple[N, bool, bool, Conjunction[N] | Disjunction[N] | _Pending | None]] = [
+        (root, negated, False, None)
+    ]
     while stack:
-        node, neg, junction = stack.pop()
-        if junction is not None:
-            count = len(junction.children)
+        node, neg, exact, waiting = stack.pop()
+        if isinstance(waiting, _Pending):
+            operand = results.pop()
+            try:
+                if len(unused) > waiting.unused:
+                    raise Untranslatable  # TRUE for a part of the operand: wrong under IS FALSE
+                test = _OPPOSITE[waiting.kind] if neg else waiting.kind  # never NULL: NOT is exact
+                results.append(_TESTS[test](operand))
+            except (Untranslatable, TruthTestError):
+                del unused[waiting.unused :]  # the whole test is what is not used
+                unused.append(nodes.source_text(node))
+                results.append(AlwaysTrue())
+            continue
+        if waiting is not None:
+            count = len(waiting.children)
             parts = results[len(results) - count :]
             del results[len(results) - count :]
-            is_and = isinstance(junction, Conjunction) != neg  # De Morgan under NOT
+            is_and = isinstance(waiting, Conjunction) != neg  # De Morgan under NOT
             results.append(And(*parts) if is_and else Or(*parts))
             continue
         shape = nodes.shape(node)
         if isinstance(shape, (Conjunction, Disjunction)):
-            stack.append((node, neg, shape))
-            stack.extend((child, neg, None) for child in reversed(shape.children))
+            stack.append((node, neg, exact, shape))
+            stack.extend((child, neg, exact, None) for child in reversed(shape.children))
         elif isinstance(shape, Negation):
-            stack.append((shape.child, not neg, None))
+            stack.append((shape.child, not neg, exact, None))
+        elif isinstance(shape, TruthTest):
+            stack.append((node, neg, exact, _Pending(shape.kind, len(unused))))
+            stack.append((shape.operand, False, True, None))
         else:
             try:
                 if shape is None:
                     raise Untranslatable
-                results.append(_leaf(nodes, shape, neg))
+                results.append(_leaf(nodes, shape, neg, exact))
             except Untranslatable:
-                if not_used is not None:
-                    not_used.append(nodes.source_text(node))
+                unused.append(nodes.source_text(node))
                 results.append(AlwaysTrue())
+    if not_used is not None:
+        not_used.extend(unused)
     return results[0]
 
 
-def _leaf(nodes: NodeAccessors[N], shape: Shape[N], neg: bool) -> Expression:
-    """The expression of one leaf form (of its negation when ``neg``); may raise Untranslatable."""
+@dataclass(slots=True)
+class _Pending:
+    """A truth test whose operand is being walked; ``unused``: the parts not used before it."""
+
+    kind: TruthKind
+    unused: int
+
+
+def _null(exact: bool) -> Expression:
+    """A test with a NULL operand: NULL on every row, so never TRUE, negated or not (FALSE). Under a
+    truth test its NULL rows count, and no expression is NULL on every row: untranslatable."""
+    if exact:
+        raise Untranslatable
+    return AlwaysFalse()
+
+
+def _leaf(nodes: NodeAccessors[N], shape: Shape[N], neg: bool, exact: bool) -> Expression:
+    """The expression of one leaf form (of its negation when ``neg``); may raise Untranslatable.
+
+    ``exact``: NULL exactly where the form is NULL too (under a truth test), not merely TRUE exactly
+    where it is TRUE.
+    """
     if isinstance(shape, Comparison):
-        return _comparison(nodes, shape, neg)
+        return _comparison(nodes, shape, neg, exact)
     if isinstance(shape, DistinctFrom):
-        return _distinct(nodes, shape, neg)
+        return _distinct(nodes, shape, neg, exact)
     if isinstance(shape, Between):
-        low = _comparison(nodes, Comparison(GreaterThanOrEqual, shape.value, shape.low), neg)
-        high = _comparison(nodes, Comparison(LessThanOrEqual, shape.value, shape.high), neg)
+        low = _comparison(nodes, Comparison(GreaterThanOrEqual, shape.value, shape.low), neg, exact)
+        high = _comparison(nodes, Comparison(LessThanOrEqual, shape.value, shape.high), neg, exact)
         return Or(low, high) if neg else And(low, high)
     if isinstance(shape, InList):
-        return _in(nodes, shape, neg != shape.negated)
+        return _in(nodes, shape, neg != shape.negated, exact)
     if isinstance(shape, NullTest):
         ref = nodes.column(shape.operand).ref
         return IsNull(ref) if shape.is_null != neg else IsNotNull(ref)
@@ -350,7 +476,7 @@ def _leaf(nodes: NodeAccessors[N], shape: Shape[N], neg: bool) -> Expression:
         column = nodes.column(shape.operand)
         prefix = nodes.literal(shape.prefix)
         if prefix is NULL:
-            return AlwaysFalse()  # NULL, and NOT NULL is NULL too
+            return _null(exact)
         if not isinstance(prefix, str) or column.float_as_double:
             raise Untranslatable
         leaf = StartsWith(column.ref, prefix)
@@ -358,7 +484,7 @@ def _leaf(nodes: NodeAccessors[N], shape: Shape[N], neg: bool) -> Expression:
         column = nodes.column(shape.operand)
         text = nodes.literal(shape.substring if isinstance(shape, SubstringTest) else shape.word)
         if text is NULL:
-            return AlwaysFalse()
+            return _null(exact)
         if not isinstance(text, str) or column.float_as_double:
             raise Untranslatable
         if isinstance(shape, SubstringTest):
@@ -373,7 +499,7 @@ def _leaf(nodes: NodeAccessors[N], shape: Shape[N], neg: bool) -> Expression:
         column = nodes.column(shape.operand)
         pattern = nodes.literal(shape.pattern)
         if pattern is NULL:
-            return AlwaysFalse()
+            return _null(exact)
         if not isinstance(pattern, str) or column.float_as_double:
             raise Untranslatable
         leaf = like(column.ref, pattern, shape.escape)
@@ -381,7 +507,7 @@ def _leaf(nodes: NodeAccessors[N], shape: Shape[N], neg: bool) -> Expression:
     elif isinstance(shape, Constant):
         value = nodes.literal(shape.node)
         if value is NULL:
-            return AlwaysFalse()  # WHERE NULL and WHERE NOT NULL keep no row
+            return _null(exact)  # WHERE NULL and WHERE NOT NULL keep no row
         if not isinstance(value, bool):
             raise Untranslatable
         return AlwaysTrue() if value != neg else AlwaysFalse()
@@ -412,44 +538,53 @@ def _sides(nodes: NodeAccessors[N], left: N, right: N) -> tuple[Column, N, bool]
         return nodes.column(right), left, True
 
 
-def _comparison(nodes: NodeAccessors[N], shape: Comparison[N], neg: bool) -> Expression:
+def _comparison(nodes: NodeAccessors[N], shape: Comparison[N], neg: bool, exact: bool) -> Expression:
     column, other, swapped = _sides(nodes, shape.left, shape.right)
     value = nodes.literal(other)
     if value is NULL:
-        return AlwaysFalse()  # NULL, and NOT NULL is NULL too
+        return _null(exact)
     # Exact under three-valued logic: NOT (a < v) is a >= v, NULL where a is NULL either way. A
     # negation pair is of one kind (checked where the leaves are declared).
     op = (shape.negation or cast(type[LiteralPredicate], shape.op.negation)) if neg else shape.op
-    return _compare(_FLIPPED[op] if swapped else op, column, value)
+    return _compare(_FLIPPED[op] if swapped else op, column, value, exact)
 
 
-def _distinct(nodes: NodeAccessors[N], shape: DistinctFrom[N], neg: bool) -> Expression:
+def _distinct(nodes: NodeAccessors[N], shape: DistinctFrom[N], neg: bool, exact: bool) -> Expression:
     column, other, _ = _sides(nodes, shape.left, shape.right)
     value = nodes.literal(other)
     same = shape.distinct == neg  # IS NOT DISTINCT FROM; never NULL, so NOT is the other one
     if value is NULL:
         return IsNull(column.ref) if same else IsNotNull(column.ref)
     if same:
-        return _compare(EqualTo, column, value)
+        # = is NULL where the column is, where IS NOT DISTINCT FROM is FALSE: a truth test sees it.
+        equal = _compare(EqualTo, column, value)
+        return And(equal, IsNotNull(column.ref)) if exact else equal
     return Or(_compare(NotEqualTo, column, value), IsNull(column.ref))
 
 
-def _in(nodes: NodeAccessors[N], shape: InList[N], neg: bool) -> Expression:
+def _in(nodes: NodeAccessors[N], shape: InList[N], neg: bool, exact: bool) -> Expression:
     column = nodes.column(shape.value)
     values = [nodes.literal(item) for item in shape.items]
     kept = [v for v in values if v is not NULL]
+    if exact and len(kept) < len(values):
+        raise Untranslatable  # x IN (1, NULL) is NULL, not FALSE, where x <> 1
     if neg and len(kept) < len(values):
         return AlwaysFalse()  # x NOT IN (.., NULL) is never TRUE
     if column.float_as_double:
         # A double no float equals is never matched (and NOT IN is TRUE for it): drop it.
         kept = [float(v) for v in kept if widening.float32_exact(v)]
+        if exact and not kept:
+            raise Untranslatable  # FALSE (NOT IN: TRUE) on every row but the NULL ones
     expr = In(column.ref, kept)
     return ~expr if neg else expr
 
 
-def _compare(op: type[LiteralPredicate], column: Column, value: Any) -> Expression:
+def _compare(op: type[LiteralPredicate], column: Column, value: Any, exact: bool = False) -> Expression:
     if column.float_as_double:
-        return widening.compare_float_as_double(op, column.ref, value)
+        compared = widening.compare_float_as_double(op, column.ref, value)
+        if exact and not isinstance(compared, LiteralPredicate):
+            raise Untranslatable  # = 0.1D is FALSE (<> TRUE) on every row but the NULL ones
+        return compared
     return op(column.ref, value)
 
 

@@ -10,7 +10,9 @@ row filters and SQL text need nothing new. The rules, per node ``x``, as T(x), F
   never NULL) is NULL exactly when ``t`` is: T = ``L AND t IS NOT NULL``, F = ``NOT L AND t IS
   NOT NULL``, N = ``t IS NULL``. So is any AND/OR/NOT of tests of the one term ``t`` (all NULL or
   none), which is how ``(a > 1 AND a < 5) IS NULL`` becomes ``a IS NULL``.
-- ``IS [NOT] NULL`` and the constants are never NULL.
+- ``IS [NOT] NULL`` and the constants are never NULL. Beside tests of its term in a junction, a
+  null test decides their NULL rows: ``a = 3 AND a IS NOT NULL`` is never NULL, ``a = 3 AND a IS
+  NULL`` is NULL or FALSE.
 - ``isnan``: on NULL, Spark says FALSE and DuckDB NULL, so no rewrite is right for both:
   ``TruthTestError``.
 - Kleene's tables: T(p AND q) = T(p) AND T(q), F(p AND q) = F(p) OR F(q); OR is the dual; NOT
@@ -106,7 +108,19 @@ class _Same:
     size: int  # leaves
 
 
-_Result = _Parts | _Same
+@dataclass(frozen=True, slots=True)
+class _NullTest:
+    """``term IS [NOT] NULL``: never NULL, and gathered with the tests of its term in a junction
+    (``a IS NOT NULL AND a = 3`` is never NULL either)."""
+
+    leaf: IsNull | IsNotNull
+
+    @property
+    def term(self) -> Term:
+        return self.leaf.term
+
+
+_Result = _Parts | _Same | _NullTest
 
 _NEVER_NULL_TRUE = _Parts(AlwaysTrue(), AlwaysFalse(), AlwaysFalse(), AlwaysFalse(), AlwaysTrue(), 0, 0, 0)
 _NEVER_NULL_FALSE = _Parts(AlwaysFalse(), AlwaysTrue(), AlwaysFalse(), AlwaysTrue(), AlwaysFalse(), 0, 0, 0)
@@ -117,6 +131,9 @@ def _written(result: _Result) -> _Parts:
     F = ``NOT p AND t IS NOT NULL``, N = ``t IS NULL``."""
     if isinstance(result, _Parts):
         return result
+    if isinstance(result, _NullTest):
+        leaf, negation = result.leaf, ~result.leaf
+        return _Parts(leaf, negation, AlwaysFalse(), negation, leaf, 1, 1, 0)
     p, t = result.node, result.term
     not_p = ~p
     present, missing = IsNotNull(t), IsNull(t)
@@ -137,8 +154,7 @@ def _leaf(leaf: Predicate) -> _Result:
         # The literals are never NULL (the constructors refuse NULL): NULL exactly when the term is.
         return _Same(leaf, leaf.term, 1)
     if isinstance(leaf, (IsNull, IsNotNull)):
-        negation = ~leaf
-        return _Parts(leaf, negation, AlwaysFalse(), negation, leaf, 1, 1, 0)
+        return _NullTest(leaf)
     raise TruthTestError(
         f"{leaf}: an IS TRUE/FALSE/NULL test of a predicate with isnan has no engine-independent "
         "meaning (isnan(NULL) is FALSE in Spark and NULL in DuckDB), so it is not rewritten"
@@ -149,6 +165,8 @@ def _negation(part: _Result) -> _Result:
     """NOT swaps TRUE and FALSE; NULL stays NULL."""
     if isinstance(part, _Same):
         return _Same(Not(part.node), part.term, part.size)
+    if isinstance(part, _NullTest):
+        return _NullTest(IsNotNull(part.term) if isinstance(part.leaf, IsNull) else IsNull(part.term))
     return _Parts(
         part.false,
         part.true,
@@ -161,25 +179,39 @@ def _negation(part: _Result) -> _Result:
     )
 
 
+@dataclass(slots=True)
+class _Group:
+    """The operands of a junction about one term: null-propagating tests and null tests."""
+
+    same: list[_Same]
+    null_tests: list[_NullTest]
+
+
 def _junction(node: And | Or, parts: list[_Result]) -> _Result:
-    """Kleene AND/OR of the operands' parts; tests of one term are gathered first (AND and OR are
-    commutative), so ``a > 1 AND a < 5 AND b = 2`` writes ``a``'s NULL rows once."""
+    """Kleene AND/OR of the operands' parts; the operands about one term are gathered first (AND and
+    OR are commutative), so ``a > 1 AND a < 5 AND b = 2`` writes ``a``'s NULL rows once."""
     conjunction = isinstance(node, And)
-    # Operands in first-seen order: a term's gathered tests at its first test, written parts as is.
+    # Operands in first-seen order: a term's group at its first operand, written parts as they are.
     items: list[Term | _Parts] = []
-    by_term: dict[Term, list[_Same]] = {}
+    groups: dict[Term, _Group] = {}
     for part in parts:
         if isinstance(part, _Parts):
             items.append(part)
-        elif part.term in by_term:
-            by_term[part.term].append(part)
-        else:
-            by_term[part.term] = [part]
+            continue
+        group = groups.get(part.term)
+        if group is None:
+            group = groups[part.term] = _Group([], [])
             items.append(part.term)
-    if len(items) == 1 and not isinstance(items[0], _Parts):
+        if isinstance(part, _Same):
+            group.same.append(part)
+        else:
+            group.null_tests.append(part)
+    if len(items) == 1 and not isinstance(items[0], _Parts) and not groups[items[0]].null_tests:
         # Every leaf is a test of one term: the whole junction is NULL exactly when the term is.
-        return _Same(node, items[0], sum(s.size for s in by_term[items[0]]))
-    operands = [item if isinstance(item, _Parts) else _gathered(item, by_term[item], node) for item in items]
+        return _Same(node, items[0], sum(s.size for s in groups[items[0]].same))
+    operands = [
+        item if isinstance(item, _Parts) else _gathered(item, groups[item], conjunction) for item in items
+    ]
     if conjunction:
         # AND is NULL when no operand is FALSE and one is NULL; with none FALSE, NULL is NOT TRUE.
         picks = [o.null if o.null_size <= o.true_size else o.not_true for o in operands]
@@ -209,11 +241,33 @@ def _junction(node: And | Or, parts: list[_Result]) -> _Result:
     )
 
 
-def _gathered(term: Term, same: list[_Same], node: And | Or) -> _Parts:
-    if len(same) == 1:
-        return _written(same[0])
-    joined = (And if isinstance(node, And) else Or)(*(s.node for s in same))
-    return _written(_Same(joined, term, sum(s.size for s in same)))
+def _gathered(term: Term, group: _Group, conjunction: bool) -> _Parts:
+    """The parts of the AND (OR) of a junction's operands about ``term``."""
+    kinds = {type(test.leaf) for test in group.null_tests}
+    if len(kinds) == 2:  # t IS NULL AND t IS NOT NULL: FALSE (OR: TRUE) on every row
+        return _NEVER_NULL_FALSE if conjunction else _NEVER_NULL_TRUE
+    if not group.same:
+        return _written(group.null_tests[0])  # one null test, maybe repeated
+    size = sum(s.size for s in group.same)
+    if len(group.same) == 1:
+        same = group.same[0]
+    else:
+        same = _Same((And if conjunction else Or)(*(s.node for s in group.same)), term, size)
+    if not kinds:
+        return _written(same)
+    # Tests p of t beside a null test of t. Where t is not NULL, the null test is FALSE under AND
+    # (TRUE under OR) or the other way, and p is TRUE or FALSE; where t is NULL, p is NULL.
+    p, not_p = same.node, ~same.node
+    present, missing = IsNotNull(term), IsNull(term)
+    if kinds == ({IsNotNull} if conjunction else {IsNull}):
+        # p AND t IS NOT NULL (p OR t IS NULL): the null test decides where t is NULL: never NULL.
+        true = And(p, present) if conjunction else Or(p, missing)
+        false = Or(not_p, missing) if conjunction else And(not_p, present)
+        return _Parts(true, false, AlwaysFalse(), false, true, size + 1, size + 1, 0)
+    if conjunction:  # p AND t IS NULL: NULL where t is NULL, FALSE elsewhere
+        return _Parts(AlwaysFalse(), present, missing, AlwaysTrue(), missing, 0, 1, 1)
+    # p OR t IS NOT NULL: TRUE where t is not NULL, NULL where it is
+    return _Parts(present, AlwaysFalse(), missing, missing, AlwaysTrue(), 1, 0, 1)
 
 
 def _truth(expr: Expression) -> _Parts:

@@ -40,9 +40,12 @@ from adapters.walker import (
     Shape,
     SubstringTest,
     TermTest,
+    TruthTest,
     Untranslatable,
+    is_predicate,
     translate,
     translation,
+    truth_kind,
 )
 from hudi_expr import (
     AlwaysFalse,
@@ -63,6 +66,12 @@ from hudi_expr import (
     Or,
     Reference,
     col,
+    is_false,
+    is_not_false,
+    is_not_true,
+    is_not_unknown,
+    is_true,
+    is_unknown,
 )
 
 Node = tuple[Any, ...]
@@ -93,13 +102,23 @@ class TupleNodes:
         if kind in _OPS:
             return Comparison(_OPS[kind], args[0], args[1])
         if kind in ("distinct", "not distinct"):
+            # p IS [NOT] DISTINCT FROM TRUE/FALSE/NULL of a predicate p is a truth test, as in SQL.
+            for operand, other in ((args[0], args[1]), (args[1], args[0])):
+                if other[0] in ("lit", "null") and is_predicate(self.shape(operand)):
+                    test = truth_kind(self.literal(other), distinct=kind == "distinct")
+                    if test is not None:
+                        return TruthTest(operand, test)
             return DistinctFrom(args[0], args[1], distinct=kind == "distinct")
         if kind == "between":
             return Between(args[0], args[1], args[2])
         if kind in ("in", "not in"):
             return InList(args[0], args[1:], negated=kind == "not in")
         if kind in ("is null", "is not null"):
+            if is_predicate(self.shape(args[0])):  # (a > 5) IS NULL: a truth test, not a column's
+                return TruthTest(args[0], "null" if kind == "is null" else "not null")
             return NullTest(args[0], is_null=kind == "is null")
+        if kind == "is":  # ("is", "not true", p): (p) IS NOT TRUE
+            return TruthTest(args[1], args[0])
         if kind == "isnan":
             return NanTest(args[0])
         if kind == "starts_with":
@@ -153,6 +172,8 @@ def sql(node: Node) -> str:
         return f"({s[0]} {kind.upper()} ({', '.join(s[1:])}))"
     if kind in ("is null", "is not null"):
         return f"({s[0]} {kind.upper()})"
+    if kind == "is":
+        return f"({s[1]} IS {args[0].upper()})"
     if kind in ("like", "not like"):
         escape = "" if args[2] is None else f" ESCAPE '{args[2]}'"
         return f"({s[0]} {kind.upper()} {s[1]}{escape})"
@@ -303,6 +324,111 @@ def test_toy_engine_reports_untranslated_parts(node: Node, expected: Expression,
     assert unused == not_used
 
 
+# ---------------------------------------------------------------------------------- truth tests
+
+gt5, sx = (">", a, lit(5)), ("=", s, lit("x"))
+both = ("and", gt5, sx)
+A5, SX = col("a") > 5, col("s") == "x"
+
+TRUTH = [
+    (("is null", gt5), IsNull("a")),  # (a > 5) IS NULL: NULL exactly when a is
+    (("is", "null", gt5), IsNull("a")),
+    (("is not null", gt5), IsNotNull("a")),
+    (("is", "true", gt5), A5 & IsNotNull("a")),
+    (("is", "false", gt5), (col("a") <= 5) & IsNotNull("a")),
+    (("is", "not true", gt5), (col("a") <= 5) | IsNull("a")),
+    (("is", "not false", gt5), A5 | IsNull("a")),
+    (("is", "true", ("not", gt5)), is_false(A5)),
+    (("is null", both), is_unknown(A5 & SX)),
+    (("is", "false", both), is_false(A5 & SX)),
+    (("is", "not true", ("or", gt5, ("not", sx))), is_not_true(A5 | ~SX)),
+    # NOT of a truth test is the opposite test (a truth test is never NULL)
+    (("not", ("is", "true", gt5)), is_not_true(A5)),
+    (("not", ("is", "not false", both)), is_false(A5 & SX)),
+    (("not", ("is null", both)), is_not_unknown(A5 & SX)),
+    (("not", ("not", ("is", "false", gt5))), is_false(A5)),
+    (("not", ("or", ("is", "true", gt5), ("is null", sx))), is_not_true(A5) & IsNotNull("s")),
+    # written as IS [NOT] DISTINCT FROM TRUE, FALSE or NULL
+    (("not distinct", gt5, lit(True)), is_true(A5)),
+    (("distinct", gt5, lit(True)), is_not_true(A5)),
+    (("not distinct", lit(False), both), is_false(A5 & SX)),
+    (("distinct", lit(False), gt5), is_not_false(A5)),
+    (("not distinct", gt5, NUL), IsNull("a")),
+    (("not", ("distinct", both, NUL)), is_unknown(A5 & SX)),
+    # a boolean column: IS NULL stays its null test; IS TRUE is a truth test of flag = TRUE
+    (("is null", flag), IsNull("flag")),
+    (("is", "true", flag), is_true(col("flag") == True)),  # noqa: E712 - a builder
+    (("is", "false", flag), is_false(col("flag") == True)),  # noqa: E712
+    # the operand is translated exactly: these are never NULL, so never IS NULL
+    (("is null", ("not distinct", a, lit(3))), AlwaysFalse()),
+    (("is", "not null", ("distinct", a, lit(3))), AlwaysTrue()),
+    (("is", "false", ("not distinct", a, lit(3))), (col("a") != 3) | IsNull("a")),
+    (("is", "true", ("is null", a)), IsNull("a")),
+    (("is", "false", ("is", "null", gt5)), IsNotNull("a")),
+    (("is", "true", ("between", a, lit(1), lit(9))), (col("a") >= 1) & (col("a") <= 9) & IsNotNull("a")),
+    (("is", "false", lit(True)), AlwaysFalse()),
+    (("is", "not false", lit(True)), AlwaysTrue()),
+]
+
+
+@pytest.mark.parametrize(("node", "expected"), TRUTH, ids=[sql(n) for n, _ in TRUTH])
+def test_truth_tests(node: Node, expected: Expression) -> None:
+    expr, not_used = tr(node)
+    assert expr == expected, (sql(node), expr)
+    assert not_used == []
+
+
+# Truth tests of operands that cannot be translated exactly: TRUE (never FALSE), the whole test
+# reported, negated or not. A part translated as TRUE, or NULL translated as FALSE (right for a
+# WHERE, where neither is ever TRUE), would be wrong under IS FALSE or IS NULL.
+TRUTH_UNUSED = [
+    ("is", "false", ("and", gt5, (">", ("abs", a), lit(5)))),
+    ("is", "null", ("or", gt5, ("abs", a))),
+    ("is", "not true", ("and", gt5, ("abs", a))),
+    ("is null", ("=", a, NUL)),  # NULL on every row
+    ("is", "not null", ("not", ("<", a, NUL))),
+    ("is", "false", ("in", a, lit(1), NUL)),  # NULL where a <> 1
+    ("is", "true", ("not in", a, lit(1), NUL)),
+    ("is", "false", ("between", a, NUL, lit(5))),
+    ("is", "not true", ("like", s, NUL, None)),
+    ("is", "true", ("starts_with", s, NUL)),
+    ("is", "null", ("contains", s, NUL)),
+    ("is", "null", NUL),
+    ("is", "false", ("=", ("col", "f", "as double"), lit(0.1))),  # FALSE but on the NULL rows
+    ("is", "true", ("<>", ("col", "f", "as double"), lit(0.1))),
+    ("is", "null", ("in", ("col", "f", "as double"), lit(0.1))),
+    ("is", "true", ("isnan", f)),  # isnan(NULL) is FALSE in Spark, NULL in DuckDB
+    ("is", "false", ("like", s, lit("%x"), None)),
+    ("is", "false", ("is", "null", ("abs", a))),  # an unused inner test: the outer one too
+    ("distinct", (">", ("abs", a), lit(1)), lit(False)),
+]
+
+
+@pytest.mark.parametrize("node", TRUTH_UNUSED, ids=[sql(n) for n in TRUTH_UNUSED])
+def test_a_truth_test_of_an_untranslatable_operand_is_unused(node: Node) -> None:
+    for negated in (False, True):
+        expr, not_used = tr(node, negated)
+        assert expr == AlwaysTrue(), (sql(node), negated, expr)
+        assert not_used == [sql(node)]
+        expr, not_used = tr(("and", (">", s, lit("k")), ("not", node) if negated else node))
+        assert expr == (col("s") > "k") and not_used == [sql(node)]
+
+
+def test_truth_test_helpers() -> None:
+    assert [truth_kind(v, False) for v in (True, False, NULL, 1, None)] == [
+        "true",
+        "false",
+        "null",
+        None,
+        None,
+    ]
+    assert [truth_kind(v, True) for v in (True, False, NULL)] == ["not true", "not false", "not null"]
+    nodes = TupleNodes()
+    assert is_predicate(nodes.shape(gt5)) and is_predicate(nodes.shape(("is", "true", gt5)))
+    assert not is_predicate(nodes.shape(flag)) and not is_predicate(nodes.shape(lit(True)))
+    assert not is_predicate(nodes.shape(("abs", a)))
+
+
 def test_translation_is_the_conjunction_and_reports_each_part_once() -> None:
     roots = [(">", a, lit(1)), ("abs", a), ("=", s, lit("x")), ("abs", a)]
     result = translation(TupleNodes(), roots)
@@ -344,7 +470,8 @@ def test_float_column_compared_as_double() -> None:
 
 def test_the_walker_negation_tables_are_hudi_exprs() -> None:
     for op in _OPS.values():
-        assert op.negation("a", 5) == ~op("a", 5)  # the walker negates by the leaf's declaration
+        negation: Any = op.negation  # a leaf class (typed as the Predicate base)
+        assert negation("a", 5) == ~op("a", 5)  # the walker negates by the leaf's declaration
         assert walker._FLIPPED[walker._FLIPPED[op]] is op
 
 
@@ -372,6 +499,25 @@ def test_ten_thousand_terms_and_ten_thousand_nots() -> None:
     for _ in range(N):
         nots = ("not", nots)
     assert tr(nots) == (AlwaysTrue(), ['(abs("a") > 1)'])
+
+
+def test_truth_tests_deep_and_wide() -> None:
+    wide = ("is", "false", ("and", *[("<>", a, lit(i)) for i in range(N)]))
+    assert tr(wide) == (Or(*[col("a") == i for i in range(N)]) & IsNotNull("a"), [])
+    nots: Node = ("is", "null", ("and", gt5, sx))
+    for _ in range(N):
+        nots = ("not", nots)  # an even number: the test itself
+    assert tr(nots) == (is_unknown(A5 & SX), [])
+    nested: Node = gt5
+    for k in range(300):  # IS tests of IS tests: walked without recursion
+        nested = ("is", ["true", "not false", "not null"][k % 3], nested)
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        expr, not_used = tr(nested)
+    finally:
+        sys.setrecursionlimit(old)
+    assert not_used == [] and expr == AlwaysTrue()  # ... NOT NULL of a never-NULL test
 
 
 # ------------------------------------------------------------------- checked by DuckDB, row by row
@@ -478,3 +624,47 @@ def test_toy_engine_against_duckdb() -> None:
             exact += 1
             assert got == expected, (sql(node), expr, sorted(got - expected))
     assert exact > 100
+
+
+_KINDS = ["true", "false", "null", "not true", "not false", "not null"]
+
+
+def _truth_tree(rng: random.Random, depth: int) -> Node:
+    """Trees with truth tests at any level, over the leaves above (NULL constants included)."""
+    if depth == 0 or rng.random() < 0.25:
+        return _leaf(rng)
+    kind = rng.random()
+    if kind < 0.3:
+        return ("is", rng.choice(_KINDS), _truth_tree(rng, depth - 1))
+    if kind < 0.4:
+        return (rng.choice(["is null", "is not null"]), _truth_tree(rng, depth - 1))
+    if kind < 0.5:
+        constant = rng.choice([lit(True), lit(False), NUL])
+        operand = _truth_tree(rng, depth - 1)
+        sides = (operand, constant) if rng.random() < 0.5 else (constant, operand)
+        return (rng.choice(["distinct", "not distinct"]), *sides)
+    if kind < 0.65:
+        return ("not", _truth_tree(rng, depth - 1))
+    return ("and" if kind < 0.8 else "or", *[_truth_tree(rng, depth - 1) for _ in range(rng.randint(2, 3))])
+
+
+def test_truth_tests_against_duckdb() -> None:
+    """Every translation keeps DuckDB's rows, and exactly those when nothing was left unused."""
+    table = _table()
+    con = duckdb.connect()
+    register_macros(con)
+    con.register("tbl", table)
+    rng = random.Random(20260614)
+    exact = tests = 0
+    for _ in range(400):
+        node = _truth_tree(rng, 4)
+        text = sql(node)
+        tests += " IS " in text
+        expected = {row[0] for row in con.execute(f"SELECT i FROM tbl WHERE {text}").fetchall()}
+        expr, not_used = tr(node)
+        got = set(table.filter(expr.to_pyarrow(table.schema)).column("i").to_pylist())
+        assert expected <= got, (text, expr, sorted(expected - got))
+        if not not_used:
+            exact += 1
+            assert got == expected, (text, expr, sorted(got - expected))
+    assert tests > 250 and exact > 120, (tests, exact)
