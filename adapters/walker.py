@@ -402,7 +402,7 @@ def translate(
                 results.append(_TESTS[test](operand))
             except (Untranslatable, TruthTestError):
                 del unused[waiting.unused :]  # the whole test is what is not used
-                unused.append(nodes.source_text(node))
+                unused.append(_part(nodes, node, exact))
                 results.append(AlwaysTrue())
             continue
         if waiting is not None:
@@ -427,11 +427,17 @@ def translate(
                     raise Untranslatable
                 results.append(_leaf(nodes, shape, neg, exact))
             except Untranslatable:
-                unused.append(nodes.source_text(node))
+                unused.append(_part(nodes, node, exact))
                 results.append(AlwaysTrue())
     if not_used is not None:
         not_used.extend(unused)
     return results[0]
+
+
+def _part(nodes: NodeAccessors[N], node: N, exact: bool) -> str:
+    """The text of an untranslated part; inside a truth test's operand it only counts (the whole
+    test is what is reported), so the engine is not asked for it."""
+    return "" if exact else nodes.source_text(node)
 
 
 @dataclass(slots=True)

@@ -309,7 +309,9 @@ class Walker:
         if cls == "COMPARISON" and kind in _COMPARISONS:
             return walker.Comparison(_COMPARISONS[kind], node["left"], node["right"])
         if cls == "COMPARISON" and kind in _DISTINCT:
-            return walker.DistinctFrom(node["left"], node["right"], distinct=_DISTINCT[kind])
+            distinct = _DISTINCT[kind]
+            test = self._truth_test(node["left"], node["right"], distinct)
+            return test or walker.DistinctFrom(node["left"], node["right"], distinct=distinct)
         if kind in ("COMPARE_IN", "COMPARE_NOT_IN"):
             if len(children) < 2:
                 return None
@@ -317,13 +319,34 @@ class Walker:
         if kind == "COMPARE_BETWEEN":
             return walker.Between(node["input"], node["lower"], node["upper"])
         if kind in _NULL_TESTS and len(children) == 1:
-            return walker.NullTest(children[0], is_null=_NULL_TESTS[kind])
+            is_null = _NULL_TESTS[kind]
+            if walker.is_predicate(self.shape(children[0])):  # (a > 5) IS NULL, not a column's
+                return walker.TruthTest(children[0], "null" if is_null else "not null")
+            return walker.NullTest(children[0], is_null=is_null)
         if cls == "FUNCTION":
             return _function(node)
         if cls == "COLUMN_REF":  # a boolean column: ``WHERE flag`` / ``WHERE NOT flag``
             return walker.BooleanColumn(node)
         if id(node) in self.constants:
             return walker.Constant(node)
+        return None
+
+    def _truth_test(self, left: Node, right: Node, distinct: bool) -> walker.TruthTest[Node] | None:
+        """``p IS [NOT] TRUE`` (``FALSE``), which DuckDB parses as ``CAST(p AS BOOLEAN) IS [NOT]
+        DISTINCT FROM TRUE`` (``FALSE``), and ``p IS [NOT] DISTINCT FROM TRUE | FALSE | NULL``, for a
+        predicate ``p`` or, under that cast, a column (``flag IS TRUE``); None for anything else."""
+        for operand, other in ((left, right), (right, left)):
+            kind = (
+                walker.truth_kind(self.constants[id(other)], distinct)
+                if id(other) in self.constants
+                else None
+            )
+            if kind is None:
+                continue
+            inner = _boolean_cast_child(operand)
+            shape = self.shape(operand if inner is None else inner)
+            if walker.is_predicate(shape) or (inner is not None and isinstance(shape, walker.BooleanColumn)):
+                return walker.TruthTest(operand if inner is None else inner, kind)
         return None
 
     def column(self, node: Node) -> walker.Column:
@@ -389,6 +412,22 @@ def _function(node: Node) -> walker.Shape[Node] | None:
     if name in ("~~", "!~~") and len(args) == 2:
         return walker.LikeTest(args[0], args[1], escape=None, negated=name == "!~~")
     return None
+
+
+def _boolean_cast_child(node: Node) -> Node | None:
+    """What ``CAST(x AS BOOLEAN)`` casts, or None when ``node`` is not such a cast."""
+    target = node.get("type_expr") or {}
+    if (
+        node.get("class") != "CAST"
+        or node.get("try_cast")
+        or str(target.get("type_name", "")).upper() != "BOOLEAN"
+        or target.get("children")
+        or target.get("catalog")
+        or target.get("schema")
+    ):
+        return None
+    child = node.get("child")
+    return child if isinstance(child, dict) else None
 
 
 # ---------------------------------------------------------------------------- functions of columns

@@ -26,11 +26,20 @@ from hudi_expr import (
     BindError,
     EqualTo,
     Expression,
+    GreaterThan,
     IsNaN,
     IsNotNaN,
+    IsNotNull,
+    IsNull,
     Or,
     Reference,
     col,
+    is_false,
+    is_not_false,
+    is_not_true,
+    is_not_unknown,
+    is_true,
+    is_unknown,
 )
 from hudi_expr.expressions import Applied
 from hudi_expr.transforms import Year
@@ -148,6 +157,81 @@ def test_translates(sql: str, expected: Expression) -> None:
     translation = translate_sql(sql)
     assert translation.expr == expected, (sql, translation.expr, expected)
     assert translation.not_used == ()
+
+
+A5 = col("a") > 5
+A5_B3 = (col("a") > 5) & (col("b") < 3)
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        # (p) IS NULL of a predicate is a truth test; of a column it stays the column's null test
+        ("(a > 5) IS NULL", IsNull("a")),
+        ("(a > 5) IS UNKNOWN", IsNull("a")),
+        ("(a > 5) IS NOT NULL", IsNotNull("a")),
+        ("(a > 5 AND b < 3) IS NULL", is_unknown(A5_B3)),
+        ("(a > 5 OR b < 3) IS NOT UNKNOWN", is_not_unknown(A5 | (col("b") < 3))),
+        ("flag IS NULL", IsNull("flag")),
+        ("year(d) IS NULL", IsNull(Applied(Year(), Reference("d")))),
+        # IS [NOT] TRUE | FALSE: CAST(p AS BOOLEAN) IS [NOT] DISTINCT FROM TRUE | FALSE to DuckDB
+        ("(a > 5) IS TRUE", A5 & IsNotNull("a")),
+        ("(a > 5) IS FALSE", (col("a") <= 5) & IsNotNull("a")),
+        ("(a > 5) IS NOT TRUE", (col("a") <= 5) | IsNull("a")),
+        ("(a > 5) IS NOT FALSE", A5 | IsNull("a")),
+        ("(a > 5 AND b < 3) IS FALSE", is_false(A5_B3)),
+        ("(a > 5 AND NOT b < 3) IS NOT FALSE", is_not_false(A5 & (col("b") >= 3))),
+        ("(s LIKE 'x%') IS NOT TRUE", is_not_true(col("s").starts_with("x"))),
+        ("(year(d) > 2020) IS FALSE", is_false(GreaterThan(Applied(Year(), Reference("d")), 2020))),
+        ("flag IS TRUE", is_true(col("flag") == True)),  # noqa: E712 - a builder
+        ("flag IS NOT FALSE", is_not_false(col("flag") == True)),  # noqa: E712
+        ("(a > 5) IS DISTINCT FROM TRUE", is_not_true(A5)),
+        ("FALSE IS NOT DISTINCT FROM (a > 5)", is_false(A5)),
+        ("(a > 5) IS NOT DISTINCT FROM NULL", IsNull("a")),
+        ("(a > 5) IS DISTINCT FROM CAST(NULL AS BOOLEAN)", IsNotNull("a")),
+        # NOT of a truth test is the opposite test
+        ("NOT ((a > 5) IS TRUE)", is_not_true(A5)),
+        ("NOT ((a > 5 AND b < 3) IS NULL)", is_not_unknown(A5_B3)),
+        ("NOT ((a > 5) IS NOT FALSE) OR b = 1", is_false(A5) | (col("b") == 1)),
+        ("(NOT (a > 5 AND b < 3)) IS TRUE", is_false(A5_B3)),
+        # tests of tests, and operands that are never NULL
+        ("((a > 5) IS NULL) IS FALSE", IsNotNull("a")),
+        ("(a IS NOT DISTINCT FROM 3) IS NULL", AlwaysFalse()),
+        ("(a IS NOT DISTINCT FROM 3) IS FALSE", (col("a") != 3) | IsNull("a")),
+        ("(a IS NULL OR b > 1) IS UNKNOWN", is_unknown(col("a").is_null() | (col("b") > 1))),
+    ],
+)
+def test_truth_tests(sql: str, expected: Expression) -> None:
+    translation = translate_sql(sql)
+    assert translation.expr == expected, (sql, translation.expr, expected)
+    assert translation.not_used == ()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "(a > 5 AND abs(b) > 1) IS FALSE",  # TRUE for abs(b) > 1 would be wrong under IS FALSE
+        "(a > 5 OR a % 7 = 1) IS NULL",
+        "(a = NULL) IS NULL",  # NULL on every row, where a WHERE reads it as FALSE
+        "(a IN (1, NULL)) IS FALSE",  # NULL where a <> 1
+        "(a NOT IN (1, NULL)) IS NOT NULL",
+        "(a BETWEEN NULL AND 5) IS NOT TRUE",
+        "(s LIKE NULL) IS NULL",
+        "isnan(f) IS TRUE",  # isnan(NULL): FALSE in Spark, NULL in DuckDB
+        "(s LIKE '%x') IS NOT FALSE",
+        "(a + 1) IS TRUE",
+        "(a = b) IS NOT NULL",
+        "((abs(a) > 1) IS NULL) IS FALSE",
+    ],
+)
+def test_a_truth_test_of_an_untranslatable_operand_is_unused(sql: str) -> None:
+    for text in (sql, f"NOT ({sql})"):
+        translation = translate_sql(text)
+        assert translation.expr == AlwaysTrue(), (text, translation.expr)  # never FALSE
+        (unused,) = translation.not_used
+        assert " IS " in unused and unused.rstrip(")").endswith(sql.rsplit(" IS ", 1)[1]), unused
+    translation = translate_sql(f"c = 1 AND {sql}")
+    assert translation.expr == (col("c") == 1) and len(translation.not_used) == 1
 
 
 def test_table_aliases_drop_the_qualifier() -> None:
@@ -369,6 +453,44 @@ def test_differential_against_duckdb() -> None:
             exact += 1
             assert got == expected, (sql, translation.expr, sorted(got - expected))
     assert exact > 60  # the grammar mostly produces fully translatable predicates
+
+
+_TESTS = ["TRUE", "FALSE", "NULL", "UNKNOWN", "NOT TRUE", "NOT FALSE", "NOT NULL"]
+
+
+def _truth_predicate(rng: random.Random, depth: int) -> str:
+    """Predicates with truth tests at any level, over the leaves above."""
+    if depth == 0 or rng.random() < 0.3:
+        return _leaf(rng)
+    kind = rng.random()
+    if kind < 0.35:
+        return f"({_truth_predicate(rng, depth - 1)}) IS {rng.choice(_TESTS)}"
+    if kind < 0.45:
+        distinct, constant = rng.choice(["", "NOT "]), rng.choice(["TRUE", "FALSE", "NULL"])
+        return f"({_truth_predicate(rng, depth - 1)}) IS {distinct}DISTINCT FROM {constant}"
+    if kind < 0.6:
+        return f"NOT ({_truth_predicate(rng, depth - 1)})"
+    joiner = " AND " if kind < 0.8 else " OR "
+    return "(" + joiner.join(_truth_predicate(rng, depth - 1) for _ in range(rng.randint(2, 3))) + ")"
+
+
+def test_truth_tests_against_duckdb() -> None:
+    table = _oracle_table()
+    con = duckdb.connect()
+    register_macros(con)
+    con.register("tbl", table)
+    rng = random.Random(20260614)
+    exact = 0
+    for _ in range(250):
+        sql = _truth_predicate(rng, 3)
+        expected = {row[0] for row in con.execute(f"SELECT i FROM tbl WHERE {sql}").fetchall()}
+        translation = translate_sql(sql, table_aliases={"tbl"})
+        got = set(table.filter(translation.expr.to_pyarrow(table.schema)).column("i").to_pylist())
+        assert expected <= got, (sql, translation.expr, sorted(expected - got))
+        if not translation.not_used:
+            exact += 1
+            assert got == expected, (sql, translation.expr, sorted(got - expected))
+    assert exact > 60
 
 
 def test_untranslatable_or_is_not_false() -> None:
