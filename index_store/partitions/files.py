@@ -68,7 +68,9 @@ class FilesPartition:
 
 def write_files(root: Path, rows: pa.Table) -> str:
     """Rows of the ``files`` partition (schema ``FILES_SCHEMA``)."""
-    return write_index_file(root, "files", [rows.select(FILES_SCHEMA.names).cast(FILES_SCHEMA)], FILES_SCHEMA)
+    # Every open reads each path: LZ4 decodes them about 30% faster than zstd, at twice the size.
+    table = rows.select(FILES_SCHEMA.names).cast(FILES_SCHEMA)
+    return write_index_file(root, "files", [table], FILES_SCHEMA, fast=["path"])
 
 
 @dataclass(frozen=True)
