@@ -53,17 +53,20 @@ import os
 import re
 import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from adapters import walker as walker_module
 from adapters.duckdb.answers import count_query, existence_references
+from adapters.duckdb.dynamic import DYNAMIC_KEYS, Context, Derived, Refusal, derive, no_replacements
 from adapters.duckdb.parse import Walker, is_utc
 from adapters.duckdb.rows import ROW_COLUMN, Reads, RowRead, first_row, plan_reads
-from adapters.duckdb.scope import TableRef, column_refs, find_references
+from adapters.duckdb.scope import TableRef, column_refs, find_references, same_ignoring_locations, walk_dicts
 from adapters.duckdb.view import LiveRead, live_read
 from adapters.statements import CreateIndex, IndexStatement, StatementError, parse_statement, run_statement
 from hudi_expr import (
@@ -108,6 +111,8 @@ class _Registration:
     options: str  # read_parquet options after the file list
     union_by_name: bool
     rules: UseRules | None  # when the secondary index is used to read rows (None: always)
+    dynamic_keys: int | None = DYNAMIC_KEYS  # join keys above this: min/max only (None: no dynamic)
+    partition_columns: frozenset[str] = frozenset()  # hive partition columns DuckDB reads from paths
 
 
 _registry: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, _Registration]] = (
@@ -122,14 +127,19 @@ def register(
     *,
     union_by_name: bool = False,
     rules: UseRules | None = UseRules(),  # noqa: B008 - frozen, never changed
+    dynamic_keys: int | None = DYNAMIC_KEYS,
 ) -> None:
     """Make ``name`` a view over every file of ``table`` that ``sql(con, ...)`` reads pruned.
 
     ``table`` is an ``IndexedTable`` or the path of one (``open_table``). ``union_by_name`` reads
     files with different columns as DuckDB's option of that name does. ``rules`` decide when a
     secondary index narrows a read to the rows it selects (RFC-51's rule-based optimizer; None:
-    whenever a predicate is on an indexed column).
+    whenever a predicate is on an indexed column). ``dynamic_keys``: the join keys of a filtered
+    smaller side prune the table (``adapters.duckdb.dynamic``), by their values up to this many,
+    above it by their min and max; None: never.
     """
+    if dynamic_keys is not None and (isinstance(dynamic_keys, bool) or dynamic_keys < 0):
+        raise ValueError(f"dynamic_keys must be a count of keys or None, got {dynamic_keys!r}")
     if not isinstance(con, duckdb.DuckDBPyConnection):
         raise TypeError(f"expected a DuckDB connection, got {type(con).__name__}")
     indexed = table if isinstance(table, IndexedTable) else open_table(table)
@@ -154,7 +164,17 @@ def register(
     view_oid = _view_oids(con).get(name.lower())
     if view_oid is None:  # pragma: no cover - DuckDB just created it
         raise RuntimeError(f"view {name!r} was not created")
-    registration = _Registration(name, indexed, view_oid, columns, options, union_by_name, rules)
+    registration = _Registration(
+        name,
+        indexed,
+        view_oid,
+        columns,
+        options,
+        union_by_name,
+        rules,
+        dynamic_keys,
+        frozenset(partition_columns),
+    )
     _registry.setdefault(con, {})[name.lower()] = registration
 
 
@@ -213,6 +233,7 @@ class TablePlan:
     answer: str = ""  # "count(*) answered by the secondary index: ..."
     selection: RowSelection | None = field(default=None, repr=False, compare=False)
     reads: Reads | None = field(default=None, repr=False, compare=False)  # None: ``result``'s files
+    direct: str = ""  # why the registered view is read as it is (DuckDB alone), "" when rewritten
 
     @property
     def index_used(self) -> bool:
@@ -228,6 +249,8 @@ class TablePlan:
             lines += [f"  note: {line}" for line in self.result.notes() if line != self.result.note]
         if self.note:
             lines.append(f"  note: {self.note}")
+        if self.direct:
+            lines.append(f"  note: run by DuckDB directly: {self.direct}")
         lines += [f"  {text}" for text in (self.index, self.rows, self.answer) if text]
         return "\n".join(lines)
 
@@ -277,9 +300,17 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
     selects (``adapters.duckdb.rows``). ``SELECT count(*) FROM t WHERE p`` and existence tests
     (``EXISTS (SELECT ... FROM t WHERE p)``, ``SELECT 1 FROM t WHERE p LIMIT 1``) whose ``p``
     translates exactly are answered from exact selections alone (``adapters.duckdb.answers``).
+    The filtered, smaller side of an equi-join or an uncorrelated ``IN (SELECT ...)`` is evaluated
+    first, on ``con``, and its keys prune the registered side (``adapters.duckdb.dynamic``). A
+    reference the index cannot narrow (every file kept, or only hive partitions DuckDB prunes
+    itself) reads the registered view, as DuckDB alone would.
     An index statement (``CREATE INDEX``, ``DROP INDEX``, ``SHOW INDEXES``, ``REFRESH INDEX``, see
     ``adapters.statements``) on a registered table is planned to run on it.
     """
+    return _plan(con, query, params, dynamic=True)
+
+
+def _plan(con: duckdb.DuckDBPyConnection, query: str, params: Any, dynamic: bool) -> QueryPlan:
     if not isinstance(query, str):
         raise TypeError(f"expected SQL text, got {type(query).__name__}")
     indexing = _statement_plan(con, query)
@@ -302,7 +333,7 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
     # ``main.name``).
     unqualified = session.schema.lower() == "main"
 
-    def columns_of(node: dict[str, Any]) -> tuple[str, dict[str, str]] | None:
+    def registration_of(node: dict[str, Any]) -> _Registration | None:
         name = str(node.get("table_name", "")).lower()
         registration = registrations.get(name)
         catalog = str(node.get("catalog_name") or "").lower()
@@ -315,12 +346,22 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
             return None
         if not catalog and (name in session.temporary or (not schema and not unqualified)):
             return None
-        return registration.name, {c.lower(): c for c, _ in registration.columns}
+        return registration
+
+    plain = _plain_columns(con, statement, registration_of)
+
+    def columns_of(node: dict[str, Any]) -> tuple[str | None, dict[str, str]] | None:
+        registration = registration_of(node)
+        if registration is not None:
+            return registration.name, {c.lower(): c for c, _ in registration.columns}
+        known = plain.get(_table_key(node))
+        return None if known is None else (None, known)
 
     qualified = _schema_qualified(statement, session.database)
+    found = find_references(statement, columns_of)
     refs = [
         ref
-        for ref in find_references(statement, columns_of).references
+        for ref in found.references
         if ref.node.get("sample") is None
         and ref.node.get("at_clause") is None
         # ``main.t.col`` cannot name the spliced ``(...) AS t``: such references stay as written.
@@ -342,10 +383,12 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
     counted = count_query(statement, refs)
     existence = existence_references(statement, refs)
     answerable = existence | ({id(counted.ref)} if counted is not None else set())
+    translated = [planner.translate(ref, r) for ref, r in zip(refs, read, strict=True)]
+    derived = _derive(con, refs, read, translated, found.cte_names, planner) if dynamic else {}
     # Where the index may answer alone, it is asked regardless of the rules (which weigh reads).
     pruned = [
-        planner.prune(ref, r, None if id(ref) in answerable else r.rules)
-        for ref, r in zip(refs, read, strict=True)
+        planner.finish(ref, r, t, derived.get(id(ref)), None if id(ref) in answerable else r.rules)
+        for ref, r, t in zip(refs, read, translated, strict=True)
     ]
     if counted is not None:
         answered = pruned[refs.index(counted.ref)].count()
@@ -354,12 +397,14 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
             constant = f"SELECT CAST({n} AS BIGINT) AS {_quote(counted.name)}"
             return QueryPlan(query, constant, (table,), "", None, con)
     tables = tuple(
-        (p.exists() if id(ref) in existence else None) or p.read()
-        for ref, p in zip(refs, pruned, strict=True)
+        _direct((p.exists() if id(ref) in existence else None) or p.read(), r, p)
+        for ref, r, p in zip(refs, read, pruned, strict=True)
     )
-    sources = [_source(r, table) for r, table in zip(read, tables, strict=True)]
-    rewritten = _spliced(query, refs, sources)
-    if _names_from_text(statement, refs):
+    spliced = [(ref, r, t) for ref, r, t in zip(refs, read, tables, strict=True) if not t.direct]
+    if not spliced:
+        return QueryPlan(query, query, tables, "", params, con)
+    rewritten = _spliced(query, [ref for ref, _, _ in spliced], [_source(r, t) for _, r, t in spliced])
+    if _names_from_text(statement, [ref for ref, _, _ in spliced]):
         # DuckDB names an unaliased expression by its text; with a reference spliced into it the
         # text changed, so the original names are put back, by position.
         names = ", ".join(_quote(c) for c in con.sql(query, params=params).columns)
@@ -367,17 +412,192 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
     return QueryPlan(query, rewritten, tables, "", params, con)
 
 
+def _direct(table: TablePlan, registration: _Registration, pruned: _Pruned) -> TablePlan:
+    """``table``, marked to read the registered view when the index cannot narrow the read: every
+    file is kept, or only hive partitions are pruned (DuckDB prunes those itself, from the folder
+    names, without opening a file). Reading the view then costs DuckDB nothing more than the
+    query alone, where a spliced list of files costs parsing and planning it."""
+    result = table.result
+    if table.answer or table.reads is not None or result is None or table.index_used:
+        return table
+    why = ""
+    if result.kept >= result.total:
+        why = "the index keeps every file"
+    elif registration.partition_columns and pruned.parts:
+        hive = [p for p in pruned.parts if set(p.references()) <= registration.partition_columns]
+        # The other conjuncts pruned nothing more when the hive ones alone keep as many files.
+        if len(hive) == len(pruned.parts) or (
+            hive and registration.table.prune(And(*hive), on_corrupt="keep_all").kept == result.kept
+        ):
+            why = "only hive partition filters pruned, and DuckDB prunes hive partitions itself"
+    return dataclasses.replace(table, direct=why) if why else table
+
+
+def _derive(
+    con: duckdb.DuckDBPyConnection,
+    refs: Sequence[TableRef],
+    read: Sequence[_Registration],
+    translated: Sequence[_Translated],
+    cte_names: set[str],
+    planner: _Planner,
+) -> dict[int, tuple[list[Derived], list[Refusal]]]:
+    """Dynamic pruning (``adapters.duckdb.dynamic``): by reference id, the filters the other sides
+    of its joins give it, and the joins that gave none, with why."""
+    wanted = [
+        k
+        for k, ref in enumerate(refs)
+        if ref.joins or any(p.node.get("subquery_type") == "ANY" for p in ref.pushable)
+    ]
+    if not wanted:
+        return {}
+    by_ref = {id(ref): k for k, ref in enumerate(refs)}
+
+    def rows(other: TableRef) -> float | None:
+        k = by_ref.get(id(other))
+        if k is not None:
+            return translated[k].rows(read[k])
+        if other.registered is not None:
+            return None  # a registered table not rewritten (sampled, read AT a version)
+        return _table_rows(con, other.node)
+
+    def evaluate(text: str) -> pa.Table:
+        with no_replacements(con):
+            return _plan(con, text, None, dynamic=False).relation().to_arrow_table()
+
+    context = Context(con, cte_names, planner.walker.source_text, rows, evaluate)
+    out: dict[int, tuple[list[Derived], list[Refusal]]] = {}
+    for k in wanted:
+        ref, registration, t = refs[k], read[k], translated[k]
+        conjuncts = [j.conjunct for j in ref.joins] + [
+            p.node for p in ref.pushable if p.node.get("subquery_type") == "ANY"
+        ]
+        if registration.dynamic_keys is None:
+            why = "dynamic pruning: off for this table (register(dynamic_keys=None))"
+            out[id(ref)] = ([], [Refusal(c, why) for c in conjuncts])
+            continue
+        if t.result is None or not t.result.index_used or t.result.kept == 0:
+            out[id(ref)] = ([], [Refusal(c, "dynamic pruning: no file left to prune") for c in conjuncts])
+            continue
+        types = {c: kind for c, kind in registration.columns}
+        out[id(ref)] = derive(ref, types, registration.dynamic_keys, t.rows(registration), context)
+    return out
+
+
+def _plain_columns(
+    con: duckdb.DuckDBPyConnection,
+    statement: dict[str, Any],
+    registration_of: Callable[[dict[str, Any]], _Registration | None],
+) -> dict[tuple[str, str, str], dict[str, str]]:
+    """The columns of the tables and views of DuckDB's own a statement reads, when it also reads a
+    registered table: their unqualified columns then belong to them, not to an outer query.
+
+    DuckDB binds each name (``SELECT * FROM name LIMIT 0``, never run), so the lookup follows its
+    search path; a name that is not in its catalog (a file, a Python variable) stays unknown."""
+    tables = [n for n in walk_dicts(statement) if n.get("type") == "BASE_TABLE"]
+    if not any(registration_of(n) is not None for n in tables):
+        return {}
+    keys = {_table_key(n) for n in tables if registration_of(n) is None}
+    keys = {key for key in keys if not re.search(r"[./\\]", key[2])}  # a file DuckDB would open
+    out: dict[tuple[str, str, str], dict[str, str]] = {}
+    if not keys:
+        return out
+    with no_replacements(con):
+        for key in sorted(keys):
+            name = ".".join(_quote(part) for part in key if part)
+            try:
+                columns = con.sql(f"SELECT * FROM {name} LIMIT 0").columns
+            except duckdb.Error:
+                continue
+            out[key] = {c.lower(): c for c in columns}
+    return out
+
+
+def _table_key(node: dict[str, Any]) -> tuple[str, str, str]:
+    return (
+        str(node.get("catalog_name") or ""),
+        str(node.get("schema_name") or ""),
+        str(node.get("table_name") or ""),
+    )
+
+
+def _table_rows(con: duckdb.DuckDBPyConnection, node: dict[str, Any]) -> float | None:
+    """DuckDB's estimate of the rows of its own table a BASE_TABLE node names (None: not a table
+    of DuckDB's, e.g. a view), looked up as DuckDB resolves names (temporary ones first)."""
+    catalog, schema, name = _table_key(node)
+    [(rows,)] = con.execute(
+        """SELECT max_by(estimated_size, temporary) FROM duckdb_tables()
+           WHERE lower(table_name) = lower($name) AND CASE
+             WHEN $catalog <> '' THEN lower(database_name) = lower($catalog)
+                                      AND lower(schema_name) = lower(coalesce(nullif($schema, ''), 'main'))
+             WHEN $schema <> '' THEN (lower(schema_name) = lower($schema)
+                                      AND database_name = current_database())
+                                     OR (lower(database_name) = lower($schema) AND schema_name = 'main')
+             ELSE temporary OR (database_name = current_database() AND schema_name = current_schema()) END""",
+        {"name": name, "catalog": catalog, "schema": schema},
+    ).fetchall()
+    return None if rows is None else float(rows)
+
+
+class _Recording(Walker):
+    """The walker, also keeping the nodes it could not translate (to say why each was not)."""
+
+    def __init__(self, query: bytes, timezone: str) -> None:
+        super().__init__(query, lambda parts: None, 0, timezone)
+        self.failed: list[dict[str, Any]] = []
+        self.recording = False
+
+    def translate(self, node: dict[str, Any], negated: bool) -> Expression:
+        self.failed, self.recording = [], True
+        try:
+            return super().translate(node, negated)
+        finally:
+            self.recording = False
+
+    def source_text(self, node: dict[str, Any]) -> str:
+        if self.recording:
+            self.failed.append(node)
+        return super().source_text(node)
+
+
+@dataclass
+class _Translated:
+    """A reference's conjuncts, translated: what prunes, and what does not with why."""
+
+    schema: pa.Schema | None
+    used: list[str]
+    bound: list[Expression]
+    not_used: list[tuple[dict[str, Any] | None, str, str]]  # (conjunct, text, why)
+    exact: bool
+    result: PruneResult | None = None  # pruned by ``bound`` alone
+
+    @property
+    def predicate(self) -> Expression:
+        return And(*self.bound) if self.bound else AlwaysTrue()
+
+    def rows(self, registration: _Registration) -> float:
+        """Rows in the files the translated conjuncts keep (the average file's, times the files)."""
+        result = self.result
+        if result is None:
+            return float("inf")
+        try:
+            counts = registration.table.stats([], with_blooms=False).row_count
+        except IndexStoreError:
+            return float("inf")
+        known = counts.drop_null()
+        average = (pc.sum(known).as_py() or 0) / len(known) if len(known) else 0.0
+        return average * result.kept
+
+
 class _Planner:
     """Translates and checks the conjuncts of one query; prunes each reference with them."""
 
     def __init__(self, query: str, timezone: str) -> None:
-        self.walker = Walker(query.encode(), lambda parts: None, 0, timezone)
+        self.walker = _Recording(query.encode(), timezone)
         self.timezone = timezone
         self.utc = is_utc(timezone)
 
-    def prune(self, ref: TableRef, registration: _Registration, rules: UseRules | None) -> _Pruned:
-        """Translate the reference's conjuncts, prune its files, and select its rows by the secondary
-        index when ``rules`` say it pays."""
+    def translate(self, ref: TableRef, registration: _Registration) -> _Translated:
+        """Translate and bind the reference's conjuncts, and prune its files by them."""
         self.walker.resolve = ref.column_path
         try:
             schema: pa.Schema | None = registration.table.snapshot().schema
@@ -385,47 +605,130 @@ class _Planner:
             schema = None  # prune below keeps every file and says why
         used: list[str] = []
         bound: list[Expression] = []
-        not_used = [f"{self.walker.source_text(node)}  ({why})" for node, why in ref.refused]
+        text = self.walker.source_text
+        not_used: list[tuple[dict[str, Any] | None, str, str]] = [
+            (node, text(node), why) for node, why in ref.refused
+        ]
         exact = True  # every conjunct translated to an expression TRUE on exactly its rows
         for pushable in ref.pushable:
-            self.walker.not_used = []
-            text = self.walker.source_text(pushable.node)
+            node = pushable.node
+            conjunct_text = text(node)
             if schema is None:
-                not_used.append(f"{text}  (the index is unreadable)")
+                not_used.append((node, conjunct_text, "the index is unreadable"))
                 continue
-            expr = self.walker.translate(pushable.node, negated=False)
-            why = "not translatable" if self.walker.not_used else "always TRUE"
+            expr = self.walker.translate(node, negated=False)
+            failed = list(self.walker.failed)
+            whys = list(dict.fromkeys(self._why(part) for part in failed))
+            why = "; ".join(whys) if whys else "always TRUE"
             if not self.utc and not isinstance(expr, AlwaysTrue):
                 expr, mixed = _without_zone_mixing(expr, schema)
                 exact = exact and not mixed
                 why = f"mixes time zones under session TimeZone {self.timezone}"
             if isinstance(expr, AlwaysTrue):
-                not_used.append(f"{text}  ({why})")
+                not_used.append((node, conjunct_text, why))
                 continue
-            not_used += [f"{part}  (not translatable)" for part in self.walker.not_used]
+            not_used += [(None, text(part), self._why(part)) for part in failed]
             if pushable.needs_null_rejection and _true_on_nulls(expr, schema):
-                not_used.append(f"{text}  (TRUE on the NULL rows of an outer join)")
+                not_used.append((node, conjunct_text, "TRUE on the NULL rows of an outer join"))
                 continue
             try:
                 expr = bind(expr, schema)
             except BindError as exc:
-                not_used.append(f"{text}  ({exc})")
+                not_used.append((node, conjunct_text, f"untranslatable type: {exc}"))
                 continue
-            used.append(text)
+            used.append(conjunct_text)
             bound.append(expr)
-        predicate = And(*bound) if bound else AlwaysTrue()
-        result = registration.table.prune(predicate, on_corrupt="keep_all")
+        translated = _Translated(schema, used, bound, not_used, exact)
+        translated.result = registration.table.prune(translated.predicate, on_corrupt="keep_all")
+        return translated
+
+    def _why(self, node: dict[str, Any]) -> str:
+        """Why the index cannot use a part of a conjunct, in a few words."""
+        inside = list(walk_dicts(node))
+        if any(n.get("class") == "SUBQUERY" for n in inside):
+            return "a subquery"
+        if any(n.get("class") == "PARAMETER" for n in inside):
+            return "a query parameter: its value is not known when planning"
+        resolve = self.walker.resolve
+        columns = {resolve([str(p) for p in c.get("column_names") or []]) for c in column_refs(node)}
+        if len(columns) > 1:
+            return "compares columns of the table with each other"
+        if None in columns:
+            return "names a column the table does not have"
+        shape = self.walker.shape(node)
+        if shape is None:
+            return f"{_called(node)}: not a form the index reads"
+        for operand in _operands(shape):
+            if not any(True for _ in column_refs(operand)):
+                try:
+                    self.walker.literal(operand)
+                except walker_module.Untranslatable:
+                    return f"{self.walker.source_text(operand)}: not a constant known when planning"
+                continue
+            try:
+                self.walker.column(operand)
+            except walker_module.Untranslatable:
+                if operand.get("class") == "COLUMN_REF":
+                    return "untranslatable type"
+                return f"a function of a column that is not monotonic ({_called(operand)})"
+        if isinstance(shape, walker_module.LikeTest):
+            return "a LIKE pattern that is no equality, prefix or substring test"
+        return "untranslatable type"
+
+    def finish(
+        self,
+        ref: TableRef,
+        registration: _Registration,
+        translated: _Translated,
+        dynamic: tuple[list[Derived], list[Refusal]] | None,
+        rules: UseRules | None,
+    ) -> _Pruned:
+        """Add the derived filters, prune the files, and select the reference's rows by the
+        secondary index when ``rules`` say it pays."""
+        derived, refusals = dynamic or ([], [])
+        schema = translated.schema
+        used, parts = list(translated.used), list(translated.bound)
+        dropped: dict[int, str] = {}  # conjunct id -> why dynamic pruning did not use it
+        for refusal in refusals:
+            dropped.setdefault(id(refusal.conjunct), refusal.why)
+        gave: set[int] = set()
+        for d in derived:
+            try:
+                expr = bind(d.expr, schema) if schema is not None else None
+            except BindError as exc:
+                dropped.setdefault(id(d.conjunct), f"dynamic pruning: untranslatable type: {exc}")
+                continue
+            if expr is not None:
+                used.append(d.text)
+                parts.append(expr)
+                gave.add(id(d.conjunct))
+        not_used = []
+        for node, text, why in translated.not_used:
+            if node is not None and id(node) in gave:
+                continue  # shown as the filter it gave
+            extra = dropped.get(id(node)) if node is not None else None
+            not_used.append(f"{text}  ({why}; {extra})" if extra else f"{text}  ({why})")
+        for join in ref.joins:
+            if id(join.conjunct) not in gave:
+                extra = dropped.get(id(join.conjunct))
+                why = "compares columns of two tables" + (f"; {extra}" if extra else "")
+                not_used.append(f"{self.walker.source_text(join.conjunct)}  ({why})")
+        result = translated.result
+        if gave or result is None:
+            predicate = And(*parts) if parts else AlwaysTrue()
+            result = registration.table.prune(predicate, on_corrupt="keep_all")
+        predicate = And(*parts) if parts else AlwaysTrue()
         note = ""
         if not result.index_used:
             # Nothing was pruned: no conjunct counts as used, and the user hears why.
             not_used = [f"{text}  (the index is unreadable)" for text in used] + not_used
             used = []
             note = f"the index is unreadable, every file is read: {result.index_error}"
-            warnings.warn(f"{registration.name}: {note}", IndexUnusedWarning, stacklevel=4)
+            warnings.warn(f"{registration.name}: {note}", IndexUnusedWarning, stacklevel=5)
         selection, index = None, ""
         if used:
             selection, index = _select(registration, predicate, rules)
-        elif ref.pushable or ref.refused:
+        elif ref.pushable or ref.refused or ref.joins:
             index = "secondary index not used: no conjunct about the table could be translated"
         table = TablePlan(
             registration.name,
@@ -439,7 +742,29 @@ class _Planner:
             index,
             selection=selection,
         )
-        return _Pruned(table, exact and not not_used and bool(used))
+        exact = translated.exact and not not_used and bool(used) and not gave
+        return _Pruned(table, exact, tuple(parts) if result.index_used else ())
+
+
+def _operands(shape: Any) -> list[dict[str, Any]]:
+    """The operands of a walker shape (columns and constants), in order."""
+    fields = ("left", "right", "value", "low", "high", "operand", "prefix", "substring", "word", "pattern")
+    found = [getattr(shape, f) for f in fields if isinstance(getattr(shape, f, None), dict)]
+    found += list(getattr(shape, "items", []) or [])
+    if isinstance(getattr(shape, "node", None), dict):
+        found.append(shape.node)
+    return found
+
+
+def _called(node: dict[str, Any]) -> str:
+    """What a node applies: a function's name, CAST, CASE, or the node's kind."""
+    cls = node.get("class")
+    if cls == "FUNCTION":
+        name = str(node.get("function_name", "?"))
+        return {"~~*": "ILIKE", "!~~*": "NOT ILIKE", "~~": "LIKE", "!~~": "NOT LIKE"}.get(name, name)
+    if cls in ("CAST", "CASE"):
+        return str(cls)
+    return str(node.get("type") or cls or "?").lower().replace("_", " ")
 
 
 @dataclass(frozen=True)
@@ -448,6 +773,7 @@ class _Pruned:
 
     table: TablePlan
     exact: bool
+    parts: tuple[Expression, ...] = ()  # the bound conjuncts (translated and derived) that pruned
 
     def exact_rows(self) -> RowSelection | None:
         """The selection, when it is exactly the rows of the reference the query keeps."""
@@ -766,26 +1092,7 @@ def _alias_of(node: dict[str, Any]) -> str:
     return str(node.get("alias") or node.get("table_name"))
 
 
-_LOCATION_KEYS = frozenset(("query_location", "query_location_length"))
-
-
-def _same_ignoring_locations(a: Any, b: Any) -> bool:
-    """Whether two JSON syntax trees are equal but for source positions (they move when text is
-    replaced); walked with a stack, as trees of 10,000-term filters are deep."""
-    stack = [(a, b)]
-    while stack:
-        x, y = stack.pop()
-        if isinstance(x, dict):
-            if not isinstance(y, dict) or x.keys() - _LOCATION_KEYS != y.keys() - _LOCATION_KEYS:
-                return False
-            stack.extend((x[k], y[k]) for k in x.keys() - _LOCATION_KEYS)
-        elif isinstance(x, list):
-            if not isinstance(y, list) or len(x) != len(y):
-                return False
-            stack.extend(zip(x, y, strict=True))
-        elif type(x) is not type(y) or x != y:
-            return False
-    return True
+_same_ignoring_locations = same_ignoring_locations
 
 
 # ---------------------------------------------------------------------------------------- helpers

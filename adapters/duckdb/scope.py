@@ -13,12 +13,21 @@ the rows the conjunct lets through:
   NULLs would otherwise pass a test like ``b.x IS NULL``; a LEFT JOIN's own ON conjuncts about its
   right side may, as filtering that side first is what ON means (a FULL JOIN's may not);
 - under ASOF and POSITIONAL joins and on the right of SEMI/ANTI joins nothing from above may,
-  since which row pairs with which depends on the rows that are there.
+  since which row pairs with which depends on the rows that are there;
+- a SEMI join's ON conjuncts may prune either side (a row failing them has no partner: it is
+  dropped, or never pairs), an ANTI join's only its right side (its left rows are all kept, with
+  or without a partner), a FULL JOIN's and an ASOF join's neither.
 
 An unqualified column belongs to the reference whose table has that column: if two did, DuckDB
 would reject the query as ambiguous, and a table's own columns hide outer ones and SELECT aliases.
 Columns merged by USING or NATURAL joins are left alone, as is anything named through an outer
 query (a correlated reference), so a conjunct with such a column prunes nothing.
+
+Every conjunct of a WHERE or ON that names a column of a registered table and cannot prune it is
+recorded on that reference with the reason (``TableRef.refused``), also a conjunct of a subquery
+that names it from outside (a correlated one). An equality of a column of the reference with a
+column of another table in the same FROM, where the reference may be pruned by it, is a
+``JoinKey``: the keys of the other side may prune it (``adapters.duckdb.dynamic``).
 """
 
 from __future__ import annotations
@@ -28,18 +37,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "JoinKey",
     "Pushable",
     "TableRef",
     "TableReferences",
     "column_refs",
     "conjuncts",
     "find_references",
+    "same_ignoring_locations",
     "walk_dicts",
 ]
 
 Node = dict[str, Any]
 QUERY_NODES = ("SELECT_NODE",)
 _PAIRED = "rows pair up by position or ASOF, or it is the inner side of SEMI/ANTI"
+_CORRELATED = "a condition of a correlated subquery"
 
 
 @dataclass(eq=False)
@@ -52,6 +64,7 @@ class TableRef:
     registered: str | None  # the registered table it reads, or None
     pushable: list[Pushable] = field(default_factory=list)
     refused: list[tuple[Node, str]] = field(default_factory=list)  # conjuncts about it, not usable
+    joins: list[JoinKey] = field(default_factory=list)  # equi-joins whose other side may prune it
 
     @property
     def span(self) -> tuple[int, int]:
@@ -80,6 +93,18 @@ class Pushable:
     needs_null_rejection: bool
 
 
+@dataclass(frozen=True)
+class JoinKey:
+    """``column = other_column`` (a conjunct), where rows of the reference whose ``column`` is none
+    of the values ``other_column`` takes in ``other``'s rows can be left out: each output row needs
+    the equality TRUE, which NULLs never make it (so NULL-filled rows fail it as well)."""
+
+    conjunct: Node
+    column: Node  # COLUMN_REF of this reference
+    other: TableRef  # the other table reference, of the same FROM
+    other_column: Node  # COLUMN_REF of ``other``
+
+
 @dataclass
 class TableReferences:
     """The references of a statement to registered tables, each with the conjuncts it may use."""
@@ -89,18 +114,28 @@ class TableReferences:
 
 
 def find_references(
-    statement: Node, columns_of: Callable[[Node], tuple[str, dict[str, str]] | None]
+    statement: Node, columns_of: Callable[[Node], tuple[str | None, dict[str, str]] | None]
 ) -> TableReferences:
     """Every reference to a registered table in ``statement`` (one parsed statement's ``node``).
 
-    ``columns_of(base_table_node)`` gives the registered name and the visible columns (lower case
-    name -> column) of a BASE_TABLE node that reads a registered table, else None.
+    ``columns_of(base_table_node)`` gives the registered name (None for a table of DuckDB's own)
+    and the columns (lower case name -> column) of a BASE_TABLE node, or None when not known.
     """
     cte_names = {name.lower() for name in _cte_names(statement)}
     found: list[TableRef] = []
-    for node in walk_dicts(statement):
-        if node.get("type") in QUERY_NODES and "from_table" in node:
-            found.extend(_SelectScope(node, columns_of, cte_names).analyze())
+    # (item, the innermost SELECT scope around it): scopes are analyzed outside in, so a subquery's
+    # correlated conjunct can be recorded on the outer reference it names.
+    stack: list[tuple[Any, _SelectScope | None]] = [(statement, None)]
+    while stack:
+        item, outer = stack.pop()
+        if isinstance(item, dict):
+            scope = outer
+            if item.get("type") in QUERY_NODES and "from_table" in item:
+                scope = _SelectScope(item, columns_of, cte_names, outer)
+                found.extend(scope.analyze())
+            stack.extend((value, scope) for value in item.values())
+        elif isinstance(item, list):
+            stack.extend((value, outer) for value in item)
     return TableReferences(found, cte_names)
 
 
@@ -108,23 +143,28 @@ class _SelectScope:
     """The FROM tree and the conjuncts of one SELECT node."""
 
     def __init__(
-        self, node: Node, columns_of: Callable[[Node], tuple[str, dict[str, str]] | None], ctes: set[str]
+        self,
+        node: Node,
+        columns_of: Callable[[Node], tuple[str | None, dict[str, str]] | None],
+        ctes: set[str],
+        outer: _SelectScope | None = None,
     ) -> None:
         self.node = node
         self.columns_of = columns_of
         self.ctes = ctes
+        self.outer = outer
         self.leaves: list[TableRef] = []
         self.merged: set[str] = set()  # USING columns: unqualified, they are no one table's
         self.natural = False
-        # (condition, leaves it may prune, whether only conjuncts about those leaves count)
-        self.attached: list[tuple[Node | None, list[tuple[TableRef, bool, bool]]]] = []
+        # (condition, leaves it may prune, why it may not prune the other leaves of this scope)
+        self.attached: list[tuple[Node | None, list[tuple[TableRef, bool, bool]], str]] = []
 
     def analyze(self) -> list[TableRef]:
         leaves = self._from(self.node.get("from_table") or {})
-        self.attached.append((self.node.get("where_clause"), leaves))
-        for condition, allowed in self.attached:
+        self.attached.append((self.node.get("where_clause"), leaves, ""))
+        for condition, allowed, why in self.attached:
             if condition is not None:
-                self._attach(condition, allowed)
+                self._attach(condition, allowed, why)
         return [leaf for leaf in self.leaves if leaf.registered is not None]
 
     # -- the FROM tree ---------------------------------------------------------------------------
@@ -142,18 +182,27 @@ class _SelectScope:
         condition = ref.get("condition")
         plain = kind in ("REGULAR", "CROSS", "NATURAL", "DEPENDENT")
         if plain and join == "INNER":
-            self.attached.append((condition, left + right))
+            self.attached.append((condition, left + right, ""))
             return left + right
         if plain and join == "LEFT":
-            self.attached.append((condition, right))
+            self.attached.append((condition, right, "a LEFT JOIN condition on its preserved side"))
             return left + _null_filled(right)
         if plain and join == "RIGHT":
-            self.attached.append((condition, left))
+            self.attached.append((condition, left, "a RIGHT JOIN condition on its preserved side"))
             return _null_filled(left) + right
         if plain and join in ("FULL", "OUTER"):
+            self.attached.append((condition, [], "a FULL JOIN condition: both sides keep every row"))
             return _null_filled(left + right)
-        if kind == "REGULAR" and join in ("SEMI", "ANTI"):
+        if kind == "REGULAR" and join == "SEMI":
+            # A row failing the condition has no partner: a left row is dropped, a right one unused.
+            self.attached.append((condition, left + right, ""))
             return left + _blocked(right)
+        if kind == "REGULAR" and join == "ANTI":
+            # Left rows are kept exactly when no right row passes: only right rows may go.
+            self.attached.append((condition, right, "an ANTI JOIN condition on its preserved side"))
+            return left + _blocked(right)
+        what = f"an {kind} JOIN condition" if kind == "ASOF" else f"a {kind} {join} JOIN condition"
+        self.attached.append((condition, [], f"{what}: which rows pair up depends on the rows there"))
         return _blocked(left + right)
 
     def _leaf(self, ref: Node) -> TableRef:
@@ -175,40 +224,103 @@ class _SelectScope:
 
     # -- conjuncts -------------------------------------------------------------------------------
 
-    def _attach(self, condition: Node, allowed: list[tuple[TableRef, bool, bool]]) -> None:
+    def _attach(self, condition: Node, allowed: list[tuple[TableRef, bool, bool]], why: str) -> None:
+        """Record each conjunct of ``condition`` on the references it names: pushable where it may
+        prune them (``allowed``), else with the reason (``why`` for the others of this scope)."""
         flags = {id(leaf): (null_filled, blocked) for leaf, null_filled, blocked in allowed}
         for conjunct in conjuncts(condition):
-            owners = self._owners(conjunct)
-            if owners is None:
-                continue  # names something this scope cannot place: no one's conjunct
-            if len(owners) > 1:
+            owners, unplaced, outer = self._owners(conjunct)
+            for leaf in outer:
+                _refuse(leaf, conjunct, _CORRELATED)
+            if unplaced:
                 for leaf in owners:
-                    if leaf.registered is not None:
-                        leaf.refused.append((conjunct, "relates several tables"))
+                    _refuse(leaf, conjunct, unplaced)
+                continue
+            if len(owners) > 1:
+                self._relating(conjunct, owners, flags, why)
                 continue
             targets = owners or [leaf for leaf, _, _ in allowed]  # a constant: about every table
             for leaf in targets:
-                if leaf.registered is None:
-                    continue
                 if id(leaf) not in flags:
-                    leaf.refused.append((conjunct, "an outer join condition on its preserved side"))
+                    _refuse(leaf, conjunct, why)
                     continue
                 null_filled, blocked = flags[id(leaf)]
                 if blocked or leaf.node.get("sample") is not None:
-                    leaf.refused.append((conjunct, _PAIRED))
+                    _refuse(leaf, conjunct, _PAIRED)
                 else:
+                    # Also on DuckDB's own tables: their filters select the keys of a join.
                     leaf.pushable.append(Pushable(conjunct, null_filled))
 
-    def _owners(self, conjunct: Node) -> list[TableRef] | None:
-        """The references the conjunct's columns belong to; None if a column is not placeable."""
+    def _relating(
+        self, conjunct: Node, owners: list[TableRef], flags: dict[int, tuple[bool, bool]], why: str
+    ) -> None:
+        """A conjunct naming columns of several references: a ``JoinKey`` where it is an equality of
+        two columns and may prune the reference, else refused."""
+        relates = "compares columns of two tables" if len(owners) == 2 else f"relates {len(owners)} tables"
+        pair = _equality(conjunct) if len(owners) == 2 else None
+        for leaf in owners:
+            if leaf.registered is None:
+                continue
+            if id(leaf) not in flags:
+                _refuse(leaf, conjunct, f"{relates}; {why}")
+            elif flags[id(leaf)][1] or leaf.node.get("sample") is not None:
+                _refuse(leaf, conjunct, f"{relates}; {_PAIRED}")
+            elif pair is None:
+                _refuse(leaf, conjunct, relates)
+            else:
+                mine, theirs = pair if self._owner(_parts(pair[0])) is leaf else (pair[1], pair[0])
+                other = owners[1] if owners[0] is leaf else owners[0]
+                leaf.joins.append(JoinKey(conjunct, mine, other, theirs))
+
+    def _owners(self, conjunct: Node) -> tuple[list[TableRef], str, list[TableRef]]:
+        """The references of this scope the conjunct's columns belong to; why a column is no one's
+        here ("" if each is someone's); registered references of outer scopes it names."""
         owners: list[TableRef] = []
+        unplaced = ""
+        outer: list[TableRef] = []
         for column in column_refs(conjunct):
-            owner = self._owner([str(p) for p in column.get("column_names") or []])
-            if owner is None:
-                return None
-            if owner not in owners:
-                owners.append(owner)
-        return owners
+            parts = _parts(column)
+            owner = self._owner(parts)
+            if owner is not None:
+                if owner not in owners:
+                    owners.append(owner)
+                continue
+            found = self._outer_owner(parts)
+            if found is not None and found.registered is not None and found not in outer:
+                outer.append(found)
+            unplaced = unplaced or self._unplaced(parts, found is not None)
+            if found is None and len(parts) == 1:
+                # A merged USING column: each table that has it is told why it was not used.
+                head = parts[0].lower()
+                having = [leaf for leaf in self.leaves if leaf.columns is not None and head in leaf.columns]
+                owners += [leaf for leaf in having if leaf not in owners]
+        return owners, unplaced, outer
+
+    def _outer_owner(self, parts: list[str]) -> TableRef | None:
+        """The reference of an enclosing query a name not placeable here means (a correlated
+        column), when no table here could hold it unseen."""
+        if len(parts) == 1 and any(leaf.columns is None for leaf in self.leaves):
+            return None  # perhaps a column of a subquery or table function here
+        scope = self.outer
+        while scope is not None:
+            owner = scope._owner(parts)
+            if owner is not None:
+                return owner
+            scope = scope.outer
+        return None
+
+    def _unplaced(self, parts: list[str], outer: bool) -> str:
+        name = ".".join(parts)
+        head = parts[0].lower()
+        if outer:
+            return f"correlated subquery: {name} is a column of an outer query"
+        if len(parts) == 1 and head in self.merged:
+            return f"{name} is a column merged by USING: it is no one table's"
+        if len(parts) == 1 and self.natural:
+            return f"{name} may be a column merged by a NATURAL JOIN: it is no one table's"
+        if len(parts) > 1 and sum(leaf.alias.lower() == head for leaf in self.leaves) > 1:
+            return f"{name}: the alias {parts[0]} names several tables"
+        return f"{name} is not known to be a column of one table here (a subquery's, or an outer query's)"
 
     def _owner(self, parts: list[str]) -> TableRef | None:
         if not parts:
@@ -233,6 +345,25 @@ class _SelectScope:
             return None
         having = [leaf for leaf in self.leaves if leaf.columns is not None and head in leaf.columns]
         return having[0] if len(having) == 1 else None
+
+
+def _refuse(leaf: TableRef, conjunct: Node, why: str) -> None:
+    if leaf.registered is not None and all(c is not conjunct for c, _ in leaf.refused):
+        leaf.refused.append((conjunct, why))
+
+
+def _parts(column: Node) -> list[str]:
+    return [str(p) for p in column.get("column_names") or []]
+
+
+def _equality(conjunct: Node) -> tuple[Node, Node] | None:
+    """The two column references of ``a = b``, or None when the conjunct is not that."""
+    if conjunct.get("class") != "COMPARISON" or conjunct.get("type") != "COMPARE_EQUAL":
+        return None
+    left, right = conjunct.get("left") or {}, conjunct.get("right") or {}
+    if left.get("class") != "COLUMN_REF" or right.get("class") != "COLUMN_REF":
+        return None
+    return left, right
 
 
 def conjuncts(condition: Node) -> list[Node]:
@@ -266,6 +397,28 @@ def column_refs(node: Node, into_subqueries: bool = False) -> Iterator[Node]:
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
+
+
+_LOCATION_KEYS = frozenset(("query_location", "query_location_length"))
+
+
+def same_ignoring_locations(a: Any, b: Any) -> bool:
+    """Whether two JSON syntax trees are equal but for source positions (they move when text is
+    replaced); walked with a stack, as trees of 10,000-term filters are deep."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if isinstance(x, dict):
+            if not isinstance(y, dict) or x.keys() - _LOCATION_KEYS != y.keys() - _LOCATION_KEYS:
+                return False
+            stack.extend((x[k], y[k]) for k in x.keys() - _LOCATION_KEYS)
+        elif isinstance(x, list):
+            if not isinstance(y, list) or len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif type(x) is not type(y) or x != y:
+            return False
+    return True
 
 
 def walk_dicts(root: Any) -> Iterator[Node]:

@@ -1,0 +1,395 @@
+"""Dynamic file pruning: a filtered, small side of an equi-join prunes a registered table by its keys.
+
+As Spark's dynamic partition pruning and Databricks' dynamic file pruning do, ``sql``/``plan``
+evaluate the join keys of the small side first, on the user's connection, and prune the large
+registered side with them: ``col IN (the keys)`` (range and bloom filters), or ``col BETWEEN
+min AND max`` when there are more than the registration's ``dynamic_keys``, added to the
+reference's pruning predicate. Two shapes qualify:
+
+- ``col = other.col`` between two references of one FROM (``scope.JoinKey``), where the
+  reference may be pruned by the equality (an inner join or WHERE, the right side of a LEFT JOIN,
+  the left of a RIGHT JOIN, either side of a SEMI join, the right side of an ANTI join; never
+  the preserved side of an outer join, nor a FULL join): the other side is a table of DuckDB's own
+  or a registered one (read pruned), read with its own filters (the conjuncts that may prune it);
+- ``col IN (SELECT ...)`` / ``col = ANY (SELECT ...)`` as a conjunct that may prune the reference,
+  with an uncorrelated subquery: it runs on its own (a correlated one does not bind alone, and a
+  name that binds alone binds the same way inside the query: inner scopes come first).
+
+Why it is sound: every output row needs the equality TRUE, so a row of the pruned side pairs with a
+row of the other side whose key equals its own; the other side's rows are read through filters each
+of which may prune it alone (a superset of the rows that reach the join), so every key that can pair
+is among those read. NULL keys never make an equality TRUE: they are dropped. ``NOT IN``, anti
+joins and NOT EXISTS keep rows that have no partner: never used. Keys are used only when DuckDB
+compares them exactly as the index holds the column's values: integers of any width, or one type
+(strings, under no collation; dates; timestamps; decimals); anything else is refused, and said why.
+
+Evaluating the other side costs a query, so it is done only when that side has a filter (its keys
+would otherwise be all of them), is smaller than the pruned side (its rows in the files the index
+keeps, or DuckDB's estimate for its own table), and the pruned side still has files to skip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import decimal
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from adapters.duckdb.clock import TIME_FUNCTIONS
+from adapters.duckdb.parse import consistent_functions
+from adapters.duckdb.scope import JoinKey, TableRef, column_refs, same_ignoring_locations, walk_dicts
+from hudi_expr import And, Expression, GreaterThanOrEqual, In, LessThanOrEqual, Reference
+
+__all__ = ["DYNAMIC_KEYS", "Context", "Derived", "Refusal", "derive", "no_replacements"]
+
+DYNAMIC_KEYS = 10_000
+"""Above this many distinct keys, only their min and max prune (``register(dynamic_keys=...)``)."""
+
+Node = dict[str, Any]
+
+_INTEGERS = frozenset(
+    {
+        "TINYINT",
+        "SMALLINT",
+        "INTEGER",
+        "BIGINT",
+        "HUGEINT",
+        "UTINYINT",
+        "USMALLINT",
+        "UINTEGER",
+        "UBIGINT",
+        "UHUGEINT",
+    }
+)
+# Aggregates whose value does not depend on the order rows come in (with consistent arguments).
+_AGGREGATES = frozenset({"min", "max", "count", "count_star", "sum", "bool_and", "bool_or"})
+# Types whose values DuckDB compares exactly as the index holds them, when both sides have the type.
+_SAME_TYPE = ("VARCHAR", "DATE", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "DECIMAL(")
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A filter derived from a conjunct: ``expr`` (unbound) is TRUE on every row that can pair."""
+
+    conjunct: Node
+    expr: Expression
+    text: str  # "dynamic: l_orderkey IN 1,234 keys from orders (o_orderdate >= ...)"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A conjunct that could have given keys, and why it did not."""
+
+    conjunct: Node
+    why: str
+
+
+@dataclass(frozen=True)
+class Context:
+    """What deriving needs of the plan: the connection, and the planner's answers."""
+
+    con: duckdb.DuckDBPyConnection
+    cte_names: set[str]  # of the statement: a subquery naming one does not run alone
+    text: Callable[[Node], str]  # the SQL text a node came from
+    rows: Callable[[TableRef], float | None]  # rows the other side reads (None: not known)
+    evaluate: Callable[[str], pa.Table]  # runs a query (registered tables read pruned)
+
+
+@dataclass(frozen=True)
+class _Source:
+    conjunct: Node
+    inner: Node  # a query node whose one output column holds the keys
+    described: str  # where the keys come from, for the plan ("": the query's text)
+
+
+def derive(
+    ref: TableRef, types: dict[str, str], limit: int, target_rows: float, context: Context
+) -> tuple[list[Derived], list[Refusal]]:
+    """The filters the other sides of ``ref``'s equi-joins and IN subqueries give it.
+
+    ``types``: the DuckDB type of each column of the registered table; ``limit``: above this many
+    keys only min/max are used; ``target_rows``: rows in the files the index keeps for ``ref``.
+    """
+    derived: list[Derived] = []
+    refused: list[Refusal] = []
+    candidates: list[tuple[Node, Node, Callable[[], _Source | str]]] = []
+    for join in ref.joins:
+        candidates.append((join.conjunct, join.column, _bind(_join_source, join, target_rows, context)))
+    for pushable in ref.pushable:
+        node = pushable.node
+        if node.get("class") == "SUBQUERY" and node.get("subquery_type") == "ANY":
+            child = node.get("child") or {}
+            if node.get("comparison_type") != "COMPARE_EQUAL":
+                refused.append(Refusal(node, "dynamic pruning: a subquery compared by other than ="))
+                continue
+            candidates.append((node, child, _bind(_subquery_source, node, context)))
+    for conjunct, column_node, source_of in candidates:
+        column = _column(ref, column_node, types)
+        if column is None:
+            why = "the joined side is not a column of the table"
+            refused.append(Refusal(conjunct, f"dynamic pruning: {why}"))
+            continue
+        found = source_of()
+        if isinstance(found, str):
+            refused.append(Refusal(conjunct, f"dynamic pruning: {found}"))
+            continue
+        result = _keys(found, column, types[column], limit, context)
+        if isinstance(result, str):
+            refused.append(Refusal(conjunct, f"dynamic pruning: {result}"))
+        else:
+            derived.append(result)
+    return derived, refused
+
+
+def _bind(function: Callable[..., _Source | str], *args: Any) -> Callable[[], _Source | str]:
+    return lambda: function(*args)
+
+
+def _column(ref: TableRef, node: Node, types: dict[str, str]) -> str | None:
+    """The table column a COLUMN_REF node names (a top-level column), or None."""
+    if node.get("class") != "COLUMN_REF":
+        return None
+    path = ref.column_path([str(p) for p in node.get("column_names") or []])
+    return path if path is not None and path in types else None
+
+
+# --------------------------------------------------------------------------------------- sources
+
+
+def _join_source(join: JoinKey, target_rows: float, context: Context) -> _Source | str:
+    other = join.other
+    node = other.node
+    if node.get("type") != "BASE_TABLE" or other.columns is None:
+        return f"{other.alias} is not a table (a CTE, subquery or table function)"
+    if node.get("sample") is not None or node.get("at_clause") is not None:
+        return f"{other.alias} is sampled or read at another version"
+    filters = [p.node for p in other.pushable if not p.needs_null_rejection and _plain_filter(p.node)]
+    if not filters:
+        return f"{other.alias} has no filter: its keys would be all of them"
+    rows = context.rows(other)
+    if rows is None:
+        return f"{other.alias} is neither a registered table nor a table of DuckDB's (its size is not known)"
+    if rows >= target_rows:
+        return f"{other.alias} is not smaller (about {rows:,.0f} rows against {target_rows:,.0f})"
+    where = filters[0] if len(filters) == 1 else _and(filters)
+    inner = _select_node([join.other_column], node, where)
+    shown = str(node.get("table_name"))
+    if other.alias.lower() != shown.lower():
+        shown += f" AS {other.alias}"
+    described = f"{shown} ({' AND '.join(context.text(f) for f in filters)})"
+    return _Source(join.conjunct, inner, described)
+
+
+def _subquery_source(conjunct: Node, context: Context) -> _Source | str:
+    inner = (conjunct.get("subquery") or {}).get("node") or {}
+    nodes = list(walk_dicts(inner))
+    if any(n.get("class") == "PARAMETER" for n in nodes):
+        return "the subquery has a query parameter"
+    inner_ctes = {str(e.get("key")).lower() for n in nodes for e in (n.get("cte_map") or {}).get("map") or []}
+    for n in nodes:
+        name = str(n.get("table_name") or "").lower()
+        qualified = n.get("schema_name") or n.get("catalog_name")
+        if n.get("type") == "BASE_TABLE" and not qualified and name in context.cte_names - inner_ctes:
+            return f"the subquery reads {name}, a CTE of the query"
+    if not any(n.get("where_clause") is not None for n in nodes if "from_table" in n):
+        return "the subquery has no WHERE: its keys would be all of a table's"
+    changing = _changing(nodes)
+    if changing:
+        return f"the subquery may give other rows when the query runs: {changing}"
+    return _Source(conjunct, inner, "")
+
+
+def _plain_filter(node: Node) -> bool:
+    """A conjunct that may filter the other side in a query of its own: it names a column, holds
+    no subquery, lambda or parameter (which could name or need the rest of the query), and keeps
+    the same rows when the query runs later (no ``now()``, no ``random()``)."""
+    if not any(True for _ in column_refs(node)):
+        return False
+    nodes = list(walk_dicts(node))
+    if any(n.get("class") in ("SUBQUERY", "LAMBDA", "PARAMETER") for n in nodes):
+        return False
+    return not _changing(nodes)
+
+
+def _changing(nodes: list[Node]) -> str:
+    """What, among the nodes of a query, may give other rows in another run ("" if nothing): the
+    keys are read before the query runs, so they must be the ones it will see. A function must be
+    one of DuckDB's consistent scalar functions or an aggregate blind to row order; a LIMIT,
+    DISTINCT ON, a window or a sample may pick other rows; the time keywords read the clock."""
+    functions = consistent_functions()
+    for n in nodes:
+        cls, kind = n.get("class"), n.get("type")
+        if cls == "FUNCTION":
+            name = str(n.get("function_name", "")).lower()
+            if name not in functions and name not in _AGGREGATES:
+                return f"{name}()"
+        elif cls == "WINDOW":
+            return "a window function"
+        elif cls == "COLUMN_REF" and len(parts := n.get("column_names") or []) == 1:
+            if str(parts[0]).lower() in TIME_FUNCTIONS:
+                return str(parts[0])  # current_date and kin, unless a column has the name
+        elif kind in ("LIMIT_MODIFIER", "LIMIT_PERCENT_MODIFIER"):
+            return "a LIMIT"
+        elif kind == "DISTINCT_MODIFIER" and n.get("distinct_on_targets"):
+            return "DISTINCT ON"
+        elif n.get("sample") is not None and ("from_table" in n or kind in ("BASE_TABLE", "TABLE_FUNCTION")):
+            return "a sample"
+    return ""
+
+
+def _select_node(select_list: list[Node], from_table: Node, where: Node | None) -> Node:
+    return {
+        "type": "SELECT_NODE",
+        "modifiers": [],
+        "cte_map": {"map": []},
+        "select_list": select_list,
+        "from_table": from_table,
+        "where_clause": where,
+        "group_expressions": [],
+        "group_sets": [],
+        "aggregate_handling": "STANDARD_HANDLING",
+        "having": None,
+        "sample": None,
+        "qualify": None,
+    }
+
+
+def _and(children: list[Node]) -> Node:
+    return {"class": "CONJUNCTION", "type": "CONJUNCTION_AND", "alias": "", "children": children}
+
+
+# ------------------------------------------------------------------------------------------- keys
+
+
+def _keys(source: _Source, column: str, column_type: str, limit: int, context: Context) -> Derived | str:
+    """Evaluate the source's keys and make the filter, or say why not."""
+    con = context.con
+    text = _sql_text(con, source.inner)
+    if text is None:
+        return "its query could not be written back as SQL text"
+    try:
+        with no_replacements(con):
+            output = con.sql(text).types
+    except duckdb.BinderException as exc:
+        return f"correlated subquery (it does not run alone: {_first_line(exc)})"
+    except duckdb.Error as exc:
+        return f"its keys could not be read ({_first_line(exc)})"
+    if len(output) != 1:
+        return f"the subquery has {len(output)} columns"
+    key_type = str(output[0])
+    why = _comparable(key_type, column_type, column)
+    if why is None and key_type == "VARCHAR":
+        why = _collation(con, text)
+    if why is not None:
+        return why
+    query = (
+        f"SELECT count(DISTINCT k) AS n, min(k) AS lo, max(k) AS hi, "
+        f"CASE WHEN count(DISTINCT k) <= {int(limit)} THEN list(DISTINCT k) END AS keys "
+        f"FROM ({text}) AS __hudi_keys(k) WHERE k IS NOT NULL"
+    )
+    try:
+        row = context.evaluate(query).to_pylist()[0]
+    except duckdb.Error as exc:
+        return f"its keys could not be read ({_first_line(exc)})"
+    n = int(row["n"])
+    described = source.described or f"({text})"
+    integers = key_type in _INTEGERS
+    ref = Reference(column)
+    if row["keys"] is not None or n == 0:
+        values = [_value(v, integers) for v in row["keys"] or []]
+        keys = "1 key" if n == 1 else f"{n:,} keys"
+        text = f"dynamic: {column} IN {keys} from {described}"
+        return Derived(source.conjunct, In(ref, values), text)
+    lo, hi = _value(row["lo"], integers), _value(row["hi"], integers)
+    expr = And(GreaterThanOrEqual(ref, lo), LessThanOrEqual(ref, hi))
+    text = (
+        f"dynamic: {column} BETWEEN {_show(lo)} AND {_show(hi)} (min and max of {n:,} keys from "
+        f"{described}: above the limit of {limit:,})"
+    )
+    return Derived(source.conjunct, expr, text)
+
+
+def _comparable(key_type: str, column_type: str, column: str) -> str | None:
+    """None when DuckDB's ``column = key`` compares exactly the values the index holds, else why not."""
+    key, col = key_type.upper(), column_type.upper()
+    if key in _INTEGERS and col in _INTEGERS:
+        return None  # DuckDB widens both to an integer type holding both: exact
+    if key == col and key.startswith(_SAME_TYPE):
+        return None
+    if key == col:
+        return f"keys of type {key_type} are not used (floating point, nested or other types)"
+    return (
+        f"the keys are {key_type} and {column} is {column_type}: DuckDB casts one to the other's type "
+        "to compare, which is not the values the index holds"
+    )
+
+
+def _collation(con: duckdb.DuckDBPyConnection, text: str) -> str | None:
+    """Why string keys may not compare byte for byte (a collation), or None."""
+    if "collate" in text.lower():
+        return "the keys' query names a collation"
+    [(default, collated)] = con.execute(
+        "SELECT current_setting('default_collation'), "
+        "EXISTS (SELECT 1 FROM duckdb_tables() WHERE sql ILIKE '%collate%') "
+        "OR EXISTS (SELECT 1 FROM duckdb_views() WHERE NOT internal AND sql ILIKE '%collate%')"
+    ).fetchall()
+    if default:
+        return f"strings compare under the collation {default!r} (default_collation)"
+    if collated:
+        return "a table or view declares a collation: string keys may not compare byte for byte"
+    return None
+
+
+def _sql_text(con: duckdb.DuckDBPyConnection, node: Node) -> str | None:
+    """SQL text of a query node, checked to parse back to the same node; None if it does not."""
+    statement = {"error": False, "statements": [{"node": node, "named_param_map": []}]}
+    try:
+        [(text, tree)] = con.execute(
+            "SELECT t, json_serialize_sql(t) FROM (SELECT json_deserialize_sql(?::JSON) AS t)",
+            [json.dumps(statement)],
+        ).fetchall()
+    except duckdb.Error:
+        return None
+    parsed = json.loads(tree)
+    statements = parsed.get("statements") or []
+    if parsed.get("error") or len(statements) != 1:
+        return None
+    return str(text) if same_ignoring_locations(statements[0]["node"], node) else None
+
+
+@contextlib.contextmanager
+def no_replacements(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Python replacement scans off: a name must be the catalog's, not a variable of this module."""
+    [(before,)] = con.execute("SELECT current_setting('python_enable_replacements')").fetchall()
+    if not before:
+        yield
+        return
+    con.execute("SET python_enable_replacements = false")
+    try:
+        yield
+    finally:
+        con.execute("SET python_enable_replacements = true")
+
+
+def _value(value: Any, integer: bool) -> Any:
+    if integer and isinstance(value, decimal.Decimal):
+        return int(value)  # HUGEINT comes back as a DECIMAL(38, 0)
+    return value
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, dt.date | dt.datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
