@@ -232,15 +232,19 @@ class _Nodes:
         if kind in _COMPARISONS:
             op, negation = _COMPARISONS[kind]
             return walker.Comparison(op, node.left(), node.right(), negation)
-        if kind == "EqualNullSafe":  # <=>
-            return walker.DistinctFrom(node.left(), node.right(), distinct=False)
+        if kind == "EqualNullSafe":  # <=>, and p IS TRUE (FALSE) as p <=> true (false)
+            test = self._truth_test(node.left(), node.right())
+            return test or walker.DistinctFrom(node.left(), node.right(), distinct=False)
         if kind == "In":
             return walker.InList(node.value(), _seq(node.list()))
         if kind == "InSet":
             data_type = node.child().dataType()
             return walker.InList(node.child(), [_SetValue(v, data_type) for v in _set(node)])
         if kind in ("IsNull", "IsNotNull"):
-            return walker.NullTest(node.child(), is_null=kind == "IsNull")
+            child, is_null = node.child(), kind == "IsNull"
+            if walker.is_predicate(self.shape(child)):  # (i > 5 AND s = 'a') IS NULL, not a column's
+                return walker.TruthTest(child, "null" if is_null else "not null")
+            return walker.NullTest(child, is_null=is_null)
         if kind == "IsNaN":  # isnan(NULL) is FALSE: NOT isnan keeps NULL
             return walker.NanTest(node.child())
         if kind == "StartsWith":
@@ -253,6 +257,18 @@ class _Nodes:
             return walker.Constant(node)
         if _type_sql(node) == "BOOLEAN":  # a boolean column: ``WHERE flag`` / ``WHERE NOT flag``
             return walker.BooleanColumn(node)
+        return None
+
+    def _truth_test(self, left: JavaObject, right: JavaObject) -> walker.TruthTest[JavaObject] | None:
+        """``p <=> true | false | NULL`` of a predicate ``p``: ``p IS TRUE | FALSE | NULL`` (Spark
+        parses ``p IS NOT TRUE`` as ``NOT (p <=> true)``); None for anything else."""
+        for operand, other in ((left, right), (right, left)):
+            try:
+                kind = walker.truth_kind(_literal(other), distinct=False)
+            except walker.Untranslatable:
+                continue
+            if kind is not None and walker.is_predicate(self.shape(operand)):
+                return walker.TruthTest(operand, kind)
         return None
 
     def column(self, node: JavaObject) -> walker.Column:

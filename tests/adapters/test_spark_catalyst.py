@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import itertools
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -62,6 +64,12 @@ from hudi_expr import (
     Or,
     StartsWith,
     col,
+    is_false,
+    is_not_false,
+    is_not_true,
+    is_not_unknown,
+    is_true,
+    is_unknown,
 )
 from hudi_expr.expressions import Applied, Expression, Reference
 from hudi_expr.transforms import Add, Cast, DateTrunc, Multiply, Prefix, Transform, Year
@@ -342,6 +350,114 @@ def test_untranslatable_becomes_true_and_is_reported(spark: SparkSession, sql: s
     assert len(t.not_used) >= 1
     if text is not None:
         assert any(text in part for part in t.not_used), t.not_used
+
+
+I5 = col("i") > 5
+I5_SA = (col("i") > 5) & (col("s") == "a")
+
+# Truth tests: Spark parses p IS TRUE as p <=> true, p IS NOT TRUE as NOT (p <=> true), and keeps
+# them (and IS NULL of a junction) through the optimizer.
+TRUTH = [
+    ("(i > 5) IS TRUE", is_true(I5)),
+    ("(i > 5) IS NOT TRUE", is_not_true(I5)),
+    ("(i > 5) IS FALSE", is_false(I5)),
+    ("(i > 5) IS NOT FALSE", is_not_false(I5)),
+    ("NOT ((i > 5) IS TRUE)", is_not_true(I5)),
+    ("(i > 5) IS NULL", IsNull("i")),  # the optimizer's own isnull(i), or the rewrite's
+    ("(i > 5) IS UNKNOWN", IsNull("i")),
+    ("(i > 5 AND s = 'a') IS NULL", is_unknown(I5_SA)),
+    ("NOT ((i > 5 AND s = 'a') IS NULL)", is_not_unknown(I5_SA)),
+    ("(i > 5 OR s = 'a') IS NOT NULL", is_not_unknown(I5 | (col("s") == "a"))),
+    ("(i > 5 AND s = 'a') IS FALSE", is_false(I5_SA)),
+    ("(i > 5 AND s = 'a') <=> false", is_false(I5_SA)),
+    ("NOT ((i > 5 OR NOT (s = 'a')) IS NOT FALSE)", is_false(I5 | (col("s") != "a"))),
+    ("(i > 5) <=> NULL", IsNull("i")),
+    ("((i > 5) IS NULL) IS FALSE", IsNotNull("i")),
+    ("(i <=> 3) IS NULL", AlwaysFalse()),  # never NULL
+    ("(st.x > 1) IS NOT TRUE", is_not_true(col("st.x") > 1)),
+    ("bo IS TRUE", EqualTo("bo", True)),  # a column: <=> true, as before
+]
+
+
+@pytest.mark.parametrize(("sql", "expected"), TRUTH, ids=[c[0] for c in TRUTH])
+def test_truth_tests(spark: SparkSession, sql: str, expected: Expression) -> None:
+    for t in (tr(spark, sql), analyzed(spark, sql)):
+        assert t.expr == expected, str(t.expr)
+        assert t.not_used == ()
+
+
+TRUTH_UNUSED = [
+    "(i > 5 AND abs(l) = 2) IS FALSE",  # TRUE for abs(l) = 2 would be wrong under IS FALSE
+    "NOT ((i > 5 AND abs(l) = 2) IS NULL)",
+    "(i > 5 OR upper(s) = 'A') IS NULL",
+    "(i IN (1, NULL)) IS FALSE",  # NULL where i <> 1
+    "isnan(d) IS TRUE",  # isnan(NULL): FALSE in Spark, NULL in DuckDB (Spark folds it optimized)
+    "(CAST(i AS DOUBLE) > d) IS NULL",
+]
+
+
+@pytest.mark.parametrize("sql", TRUTH_UNUSED, ids=TRUTH_UNUSED)
+def test_a_truth_test_of_an_untranslatable_operand_is_unused(spark: SparkSession, sql: str) -> None:
+    t = analyzed(spark, sql)
+    assert t.expr == AlwaysTrue(), str(t.expr)  # never FALSE
+    assert len(t.not_used) == 1, t.not_used
+
+
+SMALL = StructType(
+    [
+        StructField("id", LongType()),
+        StructField("i", IntegerType()),
+        StructField("l", LongType()),
+        StructField("s", StringType()),
+        StructField("d", DoubleType()),
+        StructField("bo", BooleanType()),
+    ]
+)
+SMALL_ARROW = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("i", pa.int32()),
+        ("l", pa.int64()),
+        ("s", pa.string()),
+        ("d", pa.float64()),
+        ("bo", pa.bool_()),
+    ]
+)
+
+
+def test_truth_tests_keep_sparks_rows(spark: SparkSession) -> None:
+    """Spark itself as the oracle: each translation keeps exactly the rows Spark keeps (every row
+    Spark keeps when a part was not used), on every combination of a few values and NULL."""
+    values: list[list[Any]] = [
+        [None, 1, 5, 7],
+        [None, 2],
+        [None, "a", "b"],
+        [None, 1.0, math.nan],
+        [None, True, False],
+    ]
+    rows = [(k, *combo) for k, combo in enumerate(itertools.product(*values))]
+    frame = spark.createDataFrame(rows, SMALL)
+    table = pa.Table.from_pylist([dict(zip(SMALL.fieldNames(), r, strict=True)) for r in rows], SMALL_ARROW)
+    checked = 0
+    for sql in [
+        *(sql for sql, _ in TRUTH if "st." not in sql),
+        *TRUTH_UNUSED,
+        "(i > 5 OR d > 0.5D) IS NOT TRUE AND (s = 'a') IS NOT FALSE",
+        "(bo OR i = 1) IS NULL",
+        "NOT (bo AND l = 2) IS NOT NULL",
+        "(d = CAST('NaN' AS DOUBLE)) IS FALSE",
+        "((i IS NULL OR s = 'b') AND l = 2) IS UNKNOWN",
+        "(i BETWEEN 1 AND 5) IS NOT TRUE OR (l IN (2, 3)) IS NULL",
+        "(s LIKE 'a%' AND NOT bo) IS NOT FALSE",
+    ]:
+        t = translate_column(spark, F.expr(sql), SMALL)
+        expected = {r.id for r in frame.filter(sql).select("id").collect()}
+        got = set(table.filter(t.expr.to_pyarrow(table.schema)).column("id").to_pylist())
+        assert expected <= got, (sql, str(t.expr), sorted(expected - got))
+        if not t.not_used:
+            checked += 1
+            assert got == expected, (sql, str(t.expr), sorted(got - expected))
+    assert checked >= 20
 
 
 def test_python_udf_is_not_used(spark: SparkSession) -> None:
