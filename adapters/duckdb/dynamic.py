@@ -223,9 +223,11 @@ def _changing(nodes: list[Node]) -> str:
     one of DuckDB's consistent scalar functions or an aggregate blind to row order; a LIMIT,
     DISTINCT ON, a window or a sample may pick other rows; the time keywords read the clock."""
     functions = consistent_functions()
+    # A table function (range(), read_parquet()) reads the same rows again; its arguments count.
+    tables = {id(n.get("function")) for n in nodes if n.get("type") == "TABLE_FUNCTION"}
     for n in nodes:
         cls, kind = n.get("class"), n.get("type")
-        if cls == "FUNCTION":
+        if cls == "FUNCTION" and id(n) not in tables:
             name = str(n.get("function_name", "")).lower()
             if name not in functions and name not in _AGGREGATES:
                 return f"{name}()"

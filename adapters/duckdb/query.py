@@ -764,6 +764,8 @@ def _called(node: dict[str, Any]) -> str:
         return {"~~*": "ILIKE", "!~~*": "NOT ILIKE", "~~": "LIKE", "!~~": "NOT LIKE"}.get(name, name)
     if cls in ("CAST", "CASE"):
         return str(cls)
+    if cls == "OPERATOR":
+        return str(node.get("type", "")).removeprefix("OPERATOR_").lower()
     return str(node.get("type") or cls or "?").lower().replace("_", " ")
 
 

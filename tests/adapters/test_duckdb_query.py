@@ -477,3 +477,181 @@ def test_the_splice_check_compares_trees_but_for_source_positions() -> None:
     for _ in range(50_000):  # a 10,000-term filter's tree is this deep: no recursion
         deep, other = {"child": deep}, {"child": other}
     assert not _same_ignoring_locations(deep, other)
+
+
+# ------------------------------------------------------------------ every conjunct, with its reason
+
+
+def _listed(p: QueryPlan, alias: str) -> dict[str, str]:
+    """The plan's lines for one reference: conjunct text -> "used" or the reason it was not."""
+    [table] = [t for t in p.tables if t.alias == alias]
+    lines = {text: "used" for text in table.used}
+    for line in table.not_used:
+        text, _, why = line.partition("  (")
+        lines[text] = why.removesuffix(")")
+    return lines
+
+
+REASONS = [
+    # (query, alias, conjunct text, words of the reason)
+    ("SELECT count(*) FROM t WHERE k < nn", "t", "k < nn", "compares columns of the table with each other"),
+    ("SELECT count(*) FROM t WHERE length(s) > 2", "t", "length(s) > 2", "not monotonic (length)"),
+    ("SELECT count(*) FROM t WHERE k % 3 = 1", "t", "k % 3 = 1", "not monotonic (%)"),
+    ("SELECT count(*) FROM t WHERE x * 2 > 1", "t", "x * 2 > 1", "untranslatable type"),
+    ("SELECT count(*) FROM t WHERE s LIKE '%a_b'", "t", "s LIKE '%a_b'", "LIKE pattern"),
+    ("SELECT count(*) FROM t WHERE s ILIKE 'V1%'", "t", "s ILIKE 'V1%'", "ILIKE"),
+    ("SELECT count(*) FROM t WHERE k = ?", "t", "k = ?", "query parameter"),
+    ("SELECT count(*) FROM t WHERE k = random()", "t", "k = random()", "not a constant"),
+    ("SELECT count(*) FROM t WHERE k IN (SELECT 5)", "t", "k IN (SELECT 5)", "a subquery"),
+    (
+        "SELECT count(*) FROM t a JOIN t b ON a.k < b.k WHERE a.k < 100",
+        "b",
+        "a.k < b.k",
+        "compares columns of two tables",
+    ),
+    (
+        "SELECT count(*) FROM t a JOIN t b ON a.k = b.k + 1 WHERE a.k < 100",
+        "a",
+        "a.k = b.k + 1",
+        "compares columns of two tables",
+    ),
+    (
+        "SELECT count(*) FROM o WHERE EXISTS (SELECT 1 FROM t WHERE t.k = o.ok + 1)",
+        "t",
+        "t.k = o.ok + 1",
+        "correlated subquery",
+    ),
+    (
+        "SELECT count(*) FROM o WHERE EXISTS (SELECT 1 FROM t WHERE t.k = o.ok + 1 AND o.ok < 50)",
+        "o",
+        "o.ok < 50",
+        "correlated subquery",
+    ),
+    (
+        "SELECT count(*) FROM t a JOIN (SELECT ok AS k FROM o) b USING (k) WHERE k < 100",
+        "a",
+        "k < 100",
+        "merged by USING",
+    ),
+    (
+        "SELECT count(*) FROM t a NATURAL JOIN (SELECT ok AS k FROM o) b WHERE k < 100",
+        "a",
+        "k < 100",
+        "NATURAL JOIN",
+    ),
+    (
+        "SELECT count(*) FROM o a LEFT JOIN t b ON a.ok = b.k WHERE b.k IS NULL",
+        "b",
+        "b.k IS NULL",
+        "TRUE on the NULL rows of an outer join",
+    ),
+    (
+        "SELECT count(*) FROM t a LEFT JOIN o b ON a.k = b.ok AND a.k < 100",
+        "a",
+        "a.k < 100",
+        "a LEFT JOIN condition on its preserved side",
+    ),
+    (
+        "SELECT count(*) FROM t a FULL JOIN t b ON a.k = b.k AND b.k < 100",
+        "b",
+        "b.k < 100",
+        "a FULL JOIN condition",
+    ),
+    (
+        "SELECT count(*) FROM t a ASOF JOIN t b ON a.k >= b.k AND b.k < 100",
+        "b",
+        "b.k < 100",
+        "an ASOF JOIN condition",
+    ),
+    (
+        "SELECT count(*) FROM t a ANTI JOIN o b ON a.k = b.ok AND a.k < 100",
+        "a",
+        "a.k < 100",
+        "an ANTI JOIN condition on its preserved side",
+    ),
+    (
+        "SELECT count(*) FROM t a POSITIONAL JOIN t b WHERE a.k < 100",
+        "a",
+        "a.k < 100",
+        "rows pair up by position",
+    ),
+]
+
+
+@pytest.mark.parametrize(("query", "alias", "text", "why"), REASONS, ids=[r[2] for r in REASONS])
+def test_each_conjunct_not_used_is_listed_with_why(cons, query: str, alias: str, text: str, why: str) -> None:
+    p = check(cons, query, [5] if "?" in query else None)
+    listed = _listed(p, alias)
+    assert text in listed, str(p)
+    assert why in listed[text], str(p)
+    assert f"not used: {text}  (" in str(p)
+
+
+def test_every_conjunct_about_a_table_is_on_its_plan(cons) -> None:
+    p = check(
+        cons,
+        "SELECT count(*) FROM t a JOIN o b ON a.k = b.ok AND b.tag <> 'x' AND a.k + b.ok > 3 "
+        "LEFT JOIN t c ON c.k = a.k AND c.s LIKE 'v%' AND a.x > 1 "
+        "WHERE a.k < 500 AND lower(b.tag) = 't1' AND c.k IS NULL AND coalesce(c.id, 0) >= 0",
+    )
+    wanted = {
+        "a": [
+            "dynamic: k IN 66 keys from o AS b (b.tag <> 'x' AND lower(b.tag) = 't1')",
+            "a.k + b.ok > 3",
+            "c.k = a.k",
+            "a.x > 1",
+        ],
+        "b": ["a.k = b.ok", "b.tag <> 'x'", "a.k + b.ok > 3", "lower(b.tag) = 't1'"],
+        "c": [
+            "dynamic: k IN 250 keys from t AS a (a.k < 500)",
+            "c.s LIKE 'v%'",
+            "c.k IS NULL",
+            "coalesce(c.id, 0) >= 0",
+        ],
+    }
+    for alias, texts in wanted.items():
+        listed = _listed(p, alias)
+        for text in texts:
+            assert text in listed, (alias, text, str(p))
+
+
+# --------------------------------------------------------------------- read by DuckDB directly
+
+
+def test_a_reference_the_index_cannot_narrow_reads_the_view(cons) -> None:
+    for query in (
+        "SELECT count(*) FROM t WHERE lower(s) = 'v1'",
+        "SELECT k, s FROM t WHERE k >= 0",
+        "SELECT count(*), sum(k) FROM t",
+    ):
+        p = check(cons, query)
+        assert p.sql == p.query, query
+        [table] = p.tables
+        assert table.direct == "the index keeps every file"
+        assert "note: run by DuckDB directly: the index keeps every file" in str(p)
+    # Only the reference that is pruned is rewritten.
+    p = check(cons, "SELECT count(*) FROM t, o WHERE t.k < 100 AND o.tag >= 't'")
+    assert kept(p, "t") == 1 and kept(p, "o") == 4
+    assert "read_parquet" in p.sql and p.sql.endswith(", o WHERE t.k < 100 AND o.tag >= 't'")
+
+
+def test_only_hive_partition_filters_pruned_reads_the_view(tmp_path: Path) -> None:
+    root = tmp_path / "h"
+    for n, value in enumerate(("1", "2", "3")):
+        (root / f"p={value}").mkdir(parents=True)
+        pq.write_table(
+            pa.table({"k": [1, 2, 3], "j": [10 * n, 10 * n + 1, 10 * n + 2]}),
+            root / f"p={value}" / "f.parquet",
+        )
+    open_table(root).build()
+    con, base = duckdb.connect(), duckdb.connect()
+    register(con, "h", root)
+    _plain_view(base, "h", root, ", hive_partitioning = true")
+    hive = "only hive partition filters pruned, and DuckDB prunes hive partitions itself"
+    for query in ("SELECT * FROM h WHERE p = 1", "SELECT count(*) FROM h WHERE p <= 2 AND k < 3"):
+        p = check((con, base), query)
+        assert p.tables[0].kept < 3 and p.tables[0].direct == hive, query
+        assert p.sql == p.query
+    # Statistics prune beyond the partitions: the kept files are read.
+    p = check((con, base), "SELECT * FROM h WHERE p <= 2 AND j >= 10")
+    assert p.tables[0].kept == 1 and not p.tables[0].direct and "read_parquet" in p.sql
