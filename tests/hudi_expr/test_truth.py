@@ -164,6 +164,31 @@ def test_null_tests_and_constants_are_never_null() -> None:
         assert isinstance(is_true(constant), AlwaysTrue) == truth
 
 
+def test_a_null_test_beside_tests_of_its_column_decides_their_null_rows() -> None:
+    a, b = col("a"), col("b")
+    # a = 3 AND a IS NOT NULL: FALSE where a is NULL, so never NULL (IS NOT DISTINCT FROM 3).
+    guarded = (a == 3) & a.is_not_null()
+    assert is_unknown(guarded) == AlwaysFalse() and is_not_unknown(guarded) == AlwaysTrue()
+    assert is_true(guarded) == And(a == 3, IsNotNull("a"))
+    assert is_false(guarded) == Or(a != 3, IsNull("a"))
+    # a = 3 AND a IS NULL: NULL where a is NULL, FALSE elsewhere.
+    assert is_true((a == 3) & a.is_null()) == AlwaysFalse()
+    assert is_unknown((a == 3) & a.is_null()) == IsNull("a")
+    assert is_false((a == 3) & a.is_null()) == IsNotNull("a")
+    # OR: a = 3 OR a IS NULL is never NULL; a = 3 OR a IS NOT NULL is TRUE or NULL.
+    assert is_unknown((a == 3) | a.is_null()) == AlwaysFalse()
+    assert is_true((a == 3) | a.is_null()) == Or(a == 3, IsNull("a"))
+    assert is_true((a == 3) | a.is_not_null()) == IsNotNull("a")
+    assert is_unknown((a == 3) | a.is_not_null()) == IsNull("a")
+    assert is_false((a == 3) | a.is_not_null()) == AlwaysFalse()
+    # Both null tests: FALSE (OR: TRUE) whatever the rest of the column's tests.
+    assert is_true(a.is_null() & (a > 1) & a.is_not_null() & (b > 2)) == AlwaysFalse()
+    assert is_unknown(a.is_null() | (a > 1) | a.is_not_null() | (b > 2)) == AlwaysFalse()
+    # Beside other columns, the column's group counts as one operand.
+    mixed = (a == 3) & a.is_not_null() & (b > 2)  # NULL where b is, and a = 3
+    assert is_unknown(mixed) == And(IsNull("b"), a == 3, IsNotNull("a"), (b > 2) | IsNull("b"))
+
+
 def kept_rows_of(expr: Expression, values: dict[str, list[Any]]) -> list[tuple[Any, ...]]:
     """The value combinations (int64 columns) on which ``expr`` is TRUE, by the row filter."""
     schema = pa.schema([(name, pa.int64()) for name in values])
@@ -341,5 +366,10 @@ def test_examples_with_nan_and_null() -> None:
         (i > 0) & ((d > 0.0) | (s == "a")),
         (i > 0) | ((d > 0.0) & (s == "a")),
         Not((i.is_null() | (d < 1.0)) & ((s != "a") | (i == 5))),
+        # null tests beside tests of their column
+        ((i == 1) & i.is_not_null()) | (s > "a"),
+        ((i == 1) & i.is_null()) | d.is_null(),
+        Not(((i > 0) | i.is_null()) & ((s == "a") | s.is_not_null() | (d >= 1.5))),
+        (i.is_null() & (i > 1) & i.is_not_null()) | (s == "b"),
     ):
         check_tests(expr, TABLE, SCHEMA, STATS, len(FILES))
