@@ -290,9 +290,14 @@ class IndexedTable(SecondaryIndexes):
 
     def _load(self) -> _Loaded:
         snap = self.snapshot()
-        if self._loaded is None or self._loaded.snap.version != snap.version:
-            self._loaded = _Loaded(self.index_root, snap)
-        return self._loaded
+        loaded = self._loaded
+        # The same version number may be another index (one rebuilt elsewhere starts again at 1):
+        # what was loaded stands while it is the same index files.
+        if loaded is None or (
+            loaded.snap is not snap and (loaded.snap.version != snap.version or loaded.snap.live != snap.live)
+        ):
+            self._loaded = loaded = _Loaded(self.index_root, snap)
+        return loaded
 
     def stats(self, columns: Iterable[str] | None = None, with_blooms: bool = True) -> FileStats:
         """Index statistics of the live files (all columns unless ``columns`` is given)."""

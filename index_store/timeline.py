@@ -184,6 +184,7 @@ class IndexTimeline:
     def _new_watch(self) -> Watch | None:
         """A usable watch on the timeline folder (None: the folder is not there, or cannot be)."""
         watch = new_watch(lambda name: name.startswith("."))  # writers' temporary files
+        watch.pin(str(self.dir))  # an index swapped in by renaming its folder sends no event here
         try:
             device = os.stat(self.dir).st_dev
         except OSError:

@@ -262,6 +262,8 @@ class PlainParquetTable:
         folders: dict[str, int] = {}
         empty: list[str] = []
         watch = new_watch(is_hidden) if self.check_files == "watch" else None
+        if watch is not None:
+            watch.pin(self.root)  # a table swapped in by renaming a folder above it is not an event
         found = sorted(_walk_parquet(self.root, folders, empty, watch), key=lambda f: (f[0], f[1]))
         if watch is not None and not watch.usable:
             watch.close()
@@ -294,6 +296,7 @@ class PlainParquetTable:
         if self.check_files != "watch":
             return None
         watch = new_watch(is_hidden)
+        watch.pin(self.root)
         for folder in folders:
             try:
                 device = os.stat(folder).st_dev

@@ -19,7 +19,10 @@ the table then checks every file by ``stat`` as before:
 
 Events lost are reported as changes: a queue overflow marks every ``Watch`` changed, a folder
 deleted, moved or unmounted marks its ``Watch`` changed. Names ``ignore`` says are not the
-table's (hidden files, a writer's temporary files) do not count.
+table's (hidden files, a writer's temporary files) do not count. A folder whose *parent* is
+renamed sends nothing, so a table swapped in by renaming a folder above it would go unseen:
+``pin`` names the top folder, and ``changed()`` then also looks (one ``stat``) that its path
+still leads to the folder watched.
 
 What no folder watch sees (README, "When the table changes under the index"): a file written in
 place through another name of it, a hard link in a folder that is not watched (so a file with
@@ -81,7 +84,17 @@ class Watch:
         self.ignore = ignore
         self.usable = watcher is not None
         self.dirty = False
-        self._wds: list[int] = []
+        self._pinned: list[tuple[str, int, int]] = []  # (path, st_dev, st_ino)
+
+    def pin(self, path: str) -> None:
+        """Say that ``path`` must go on naming the folder it names now (checked by ``changed()``);
+        call before adding it."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            self.usable = False
+            return
+        self._pinned.append((path, st.st_dev, st.st_ino))
 
     def add(self, folder: str, device: int) -> bool:
         """Watch ``folder`` (on device ``device``: its ``st_dev``), before reading it; False (and the
@@ -96,6 +109,15 @@ class Watch:
         if not self.usable or watcher is None or watcher.pid != os.getpid():
             return True
         watcher.drain()
+        if self.dirty:
+            return True
+        for path, device, inode in self._pinned:
+            try:
+                st = os.stat(path)
+            except OSError:
+                return True
+            if (st.st_dev, st.st_ino) != (device, inode):
+                self.dirty = True
         return self.dirty
 
     def close(self) -> None:

@@ -13,6 +13,7 @@ where no watch is trusted).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -345,3 +346,31 @@ def test_the_timeline_sees_commits_damage_and_older_versions(
     entry.write_text("{not json")  # damaged in place
     with pytest.raises(IndexCorruptError):
         t.snapshot()
+
+
+@pytest.mark.parametrize("check_files", MODES)
+def test_a_table_swapped_in_by_renaming_a_folder_above_it_is_seen(tmp_path: Path, check_files: str) -> None:
+    """Renaming a parent folder sends no event to the folders below it: the watch also checks that
+    the table's path still leads to the folder it watches (and the index's, to its timeline)."""
+    root = tmp_path / "live" / "t"
+    t = _indexed(root, check_files)
+    staged = tmp_path / "staged"
+    shutil.copytree(tmp_path / "live", staged)  # the table and its index, times kept
+    _write(staged / "t" / "f0.parquet", [999, 1000, 1001])
+    os.rename(tmp_path / "live", tmp_path / "old")
+    os.rename(staged, tmp_path / "live")
+    assert t.prune(col("k") == 999).changed_files == [str(root / "f0.parquet")]
+    assert _count_kept(t, "k = 999", 999) == 1
+
+
+def test_an_index_rebuilt_elsewhere_at_the_same_version_is_read(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    t = _indexed(root, "watch")
+    before = t.snapshot()
+    _write(root / "f0.parquet", [999, 1000, 1001])
+    other = open_table(root)
+    other.build(rebuild=True)  # the old index is moved aside; the new one starts again at version 1
+    assert t.snapshot().version == before.version == 1
+    assert t.snapshot().live != before.live
+    result = t.prune(col("k") == 999)
+    assert result.files == [str(root / "f0.parquet")] and result.changed_files == []  # indexed anew
