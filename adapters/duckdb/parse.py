@@ -389,7 +389,33 @@ class Walker:
                 stack.extend(item)
         if end < 0:
             return str(node.get("type", node.get("class", "?")))
+        # A span starts at its first located token, after the "(" of a parenthesized first operand
+        # (``(a > 5) IS NULL``): take in the ones the span closes.
+        for _ in range(_unopened(self.query[start:end])):
+            before = len(self.query[self.start : start].rstrip())
+            if before == 0 or self.query[self.start + before - 1 : self.start + before] != b"(":
+                break
+            start = self.start + before - 1
         return self.query[start:end].decode(errors="replace")
+
+
+def _unopened(text: bytes) -> int:
+    """How many ")" of ``text`` close a "(" before it (quoted strings and names skipped)."""
+    depth = unopened = 0
+    quote = None
+    for byte in text:
+        if quote is not None:
+            quote = None if byte == quote else quote  # '' and "" re-enter at once: same count
+        elif byte in b"'\"":
+            quote = byte
+        elif byte == ord("("):
+            depth += 1
+        elif byte == ord(")"):
+            if depth:
+                depth -= 1
+            else:
+                unopened += 1
+    return unopened
 
 
 def _function(node: Node) -> walker.Shape[Node] | None:
