@@ -15,13 +15,13 @@ What it measures:
    waits while the parent runs ``sync; echo 3 > /proc/sys/vm/drop_caches`` (if that is refused the
    report says "OS cache warm"), then times ``IndexedTable(reader, root)`` + ``prune``; bytes read
    are the process's ``/proc/self/io`` ``read_bytes`` (from disk) and ``rchar`` (through read
-   calls), next to what the footers say must be read (the whole ``files`` partition plus the
-   ``column_stats`` row groups holding the 2 columns, needed columns only). *Warm*: a second prune
-   with another predicate on the same 2 columns on the same ``IndexedTable`` (stats cached in
-   Python), and a new ``IndexedTable`` in the same process (OS cache warm, nothing cached in
-   Python; also its CPU time, ``time.process_time``, which other processes disturb less). Also:
-   a new process from spawn to exit after dropping caches, imports included (what a command-line
-   prune pays). Targets: cold < 1 s, warm < 150 ms.
+   calls), next to what the footers say must be read (the ``files`` partition's ids, paths and
+   row counts, and the ``column_stats`` row groups holding the 2 columns, needed columns only).
+   *Warm*: a second prune with another predicate on the same 2 columns on the same
+   ``IndexedTable`` (stats cached in Python), and a new ``IndexedTable`` in the same process (OS
+   cache warm, nothing cached in Python; also its CPU time, ``time.process_time``, which other
+   processes disturb less). Also: a new process from spawn to exit after dropping caches, imports
+   included (what a command-line prune pays). Targets: cold < 1 s, warm < 150 ms.
 
 The files pruned are checked against ``might_match`` over the in-memory statistics. The footer-based
 build of real parquet files is measured by ``benchmarks/index_build_bench.py``.
@@ -293,9 +293,18 @@ def size_of(path: Path) -> int:
 
 
 def needed_bytes(root: Path, added: dict[str, list[str]], schema: pa.Schema, wanted: list[str]) -> int:
-    """What open + prune on ``wanted`` must read by the footers: the whole ``files`` partition, and
-    the footer plus the needed column chunks of the ``column_stats`` row groups holding ``wanted``."""
-    total = sum((root / rel).stat().st_size for rel in added["files"])
+    """What open + prune on ``wanted`` must read by the footers: the footer and the ``file_idx``,
+    ``path`` and ``row_count`` chunks of the ``files`` partition (what an open reads; sizes and
+    times only when the table on disk is compared), and the footer plus the needed column chunks
+    of the ``column_stats`` row groups holding ``wanted``."""
+    total = 0
+    for rel in added["files"]:
+        md = pq.ParquetFile(root / rel).metadata
+        opened = [i for i, name in enumerate(FILES_SCHEMA.names) if name in ("file_idx", "path", "row_count")]
+        total += md.serialized_size + 8
+        total += sum(
+            md.row_group(g).column(i).total_compressed_size for g in range(md.num_row_groups) for i in opened
+        )
     types = {f.name: f.type for f in schema}
     slots = {slot_of(types[c]) for c in wanted}
     read_cols = {"column", "file_idx", "null_count", "nan_count"}
