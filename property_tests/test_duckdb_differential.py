@@ -13,6 +13,12 @@ has plain views of the same names over every file (``read_parquet([...], can_hav
   parts the planner cannot translate. Both connections answer with a DuckDB fingerprint of the row
   multiset (count and sum of a hash of every column); the clustered layouts must prune for a good
   share of the predicates, so the test cannot pass by never pruning.
+- ``test_random_joins``: hypothesis draws lineitem joined to orders (registered, or a table of
+  DuckDB's own) on a key (the order key, integers of other widths, a key with NULLs, a VARCHAR
+  cast), in every shape (inner, comma, LEFT/RIGHT/FULL either way round, SEMI, ANTI, IN, = ANY,
+  NOT IN, [NOT] EXISTS), with random filters on either side in ON or WHERE; ``lineitem_mm`` is the
+  same table registered with a low ``dynamic_keys`` (min/max pruning). The fingerprint of the
+  rows must be plain DuckDB's, and dynamic pruning must have pruned some of them.
 - ``test_queries``: hand-written queries (joins of every kind, CTEs, subqueries, set operations,
   windows, aliases, parameters, an empty read) compared in full: column names, types, rows.
 """
@@ -41,6 +47,7 @@ from index_store import open_table
 from scripts.tpch import generate, plain_schema, write_files
 
 SCALE = 0.01  # 60,175 lineitem rows, 15,000 orders
+MINMAX_KEYS = 40  # lineitem_mm's dynamic_keys
 LINEITEM_FILES = 100
 ORDERS_FILES = 6
 NULL_SHARE = 0.02
@@ -128,9 +135,14 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Layout], d
         con = duckdb.connect()
         register(con, "lineitem", table)
         register(con, "orders", orders)
+        # The same table again, its join keys above a few dozen pruning by their min and max only.
+        register(con, "lineitem_mm", table, dynamic_keys=MINMAX_KEYS)
         plain = duckdb.connect()
         plain.sql(f"CREATE VIEW lineitem AS SELECT * FROM {_read_all(files, hive_by is not None)}")
+        plain.sql(f"CREATE VIEW lineitem_mm AS SELECT * FROM {_read_all(files, hive_by is not None)}")
         plain.sql(f"CREATE VIEW orders AS SELECT * FROM {_read_all(orders_files, False)}")
+        for c in (con, plain):  # orders as a table of DuckDB's own: the small side of joins
+            c.sql(f"CREATE TABLE orders_t AS SELECT * FROM {_read_all(orders_files, False)}")
         layouts[name] = Layout(name, con, plain, len(files))
 
     rows = pq.read_table(lineitem)
@@ -431,6 +443,128 @@ def test_random_predicates(data: tuple[dict[str, Layout], dict[str, Column]], la
         assert seen["partly pruned"] >= seen["queries"] // 10, seen
     else:
         assert seen["partly pruned"] >= 1, seen  # bloom filter on l_orderkey, the partition column
+
+
+# ------------------------------------------------------------------------ joins, dynamic pruning
+
+# (lineitem column, orders column): the order key, integers of other widths, a key with NULLs.
+JOIN_KEYS = [
+    ("l_orderkey", "o_orderkey"),
+    ("l_orderkey", "o_orderkey"),
+    ("l_orderkey", "o_orderkey"),
+    ("l_linenumber", "o_shippriority + 1"),
+    ("l_partkey", "o_custkey"),
+    ("l_suppkey", "o_custkey"),
+    ("l_orderkey", "CAST(o_orderkey AS INTEGER)"),
+    ("l_orderkey", "CAST(o_orderkey AS VARCHAR)"),
+]
+JOIN_KINDS = ["JOIN", "JOIN", ",", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN", "SEMI JOIN", "ANTI JOIN"]
+SUBQUERY_KINDS = ["IN", "IN", "= ANY", "NOT IN", "EXISTS", "NOT EXISTS"]
+ORDER_DATES = (dt.date(1992, 1, 1), dt.date(1998, 8, 2))
+
+
+@st.composite
+def orders_filter(draw: st.DrawFn, alias: str) -> str:
+    """A conjunct on orders: dates (clustered), keys, statuses, or one the index cannot read."""
+    form = draw(st.integers(0, 6))
+    if form <= 2:
+        start = draw(st.dates(*ORDER_DATES))
+        end = start + dt.timedelta(days=draw(st.integers(0, 400)))
+        return f"{alias}.o_orderdate BETWEEN DATE '{start}' AND DATE '{end}'"
+    if form == 3:
+        low = draw(st.integers(1, 60_000))
+        return f"{alias}.o_orderkey BETWEEN {low} AND {low + draw(st.integers(0, 3_000))}"
+    if form == 4:
+        return f"{alias}.o_orderstatus = {_sql_string(draw(st.sampled_from(['F', 'O', 'P'])))}"
+    if form == 5:
+        return (
+            f"{alias}.o_custkey IN ({', '.join(map(str, draw(st.lists(st.integers(1, 1500), min_size=1))))})"
+        )
+    return f"{alias}.o_comment LIKE {_sql_string('%' + draw(st.sampled_from(['the', 'fox', 'ly'])) + '%')}"
+
+
+@st.composite
+def join_query(draw: st.DrawFn, columns: dict[str, Column]) -> str:
+    """``lineitem`` joined to orders (registered, or a DuckDB table) on a key, one side or both
+    filtered, in every join shape; the answer as a fingerprint of the rows."""
+    big = draw(st.sampled_from(["lineitem", "lineitem", "lineitem_mm"]))
+    small = draw(st.sampled_from(["orders", "orders_t"]))
+    lkey, okey = draw(st.sampled_from(JOIN_KEYS))
+    lk, ok = f"l.{lkey}", okey.replace("o_", "o.o_", 1)
+    ofilters = draw(st.lists(orders_filter("o"), min_size=0, max_size=2))
+    lfilters = draw(st.lists(leaf(columns, "l"), min_size=0, max_size=1))
+    both = ", ".join([f"l.{c}" for c in ("l_orderkey", "l_linenumber", "l_partkey", "l_shipdate")])
+    if draw(st.booleans()):
+        kind = draw(st.sampled_from(JOIN_KINDS))
+        semi = kind in ("SEMI JOIN", "ANTI JOIN")
+        select = both if semi else f"{both}, o.o_orderkey, o.o_orderdate"
+        flipped = not semi and kind != "," and draw(st.booleans())
+        first, second = (f"{small} o", f"{big} l") if flipped else (f"{big} l", f"{small} o")
+        on = [f"{lk} = {ok}"]
+        where: list[str] = []
+        for f in ofilters + lfilters:
+            (on if kind != "," and draw(st.booleans()) else where).append(f)
+        if kind == ",":
+            where = on + where
+            source = f"{first}, {second}"
+        else:
+            source = f"{first} {kind} {second} ON {' AND '.join(on)}"
+    else:
+        kind = draw(st.sampled_from(SUBQUERY_KINDS))
+        select, source = both, f"{big} l"
+        inner_where = " AND ".join(ofilters) or "TRUE"
+        if kind.endswith("EXISTS"):
+            inner = f"SELECT 1 FROM {small} o WHERE {ok} = {lk} AND {inner_where}"
+            where = [f"{kind} ({inner})"]
+        else:
+            inner = f"SELECT {ok} FROM {small} o" + (f" WHERE {inner_where}" if ofilters else "")
+            where = [f"{lk} {kind} ({inner})"]
+        where += lfilters
+    query = f"SELECT {select} FROM {source}" + (f" WHERE {' AND '.join(where)}" if where else "")
+    return f"SELECT count(*) AS n, sum(hash(q)) AS h FROM ({query}) q"
+
+
+@pytest.mark.parametrize("layout_name", list(LAYOUTS))
+def test_random_joins(data: tuple[dict[str, Layout], dict[str, Column]], layout_name: str) -> None:
+    """Random joins of lineitem with orders: the pruned answer (dynamic pruning included) is DuckDB's."""
+    layouts, columns = data
+    layout = layouts[layout_name]
+    seen: Counter[str] = Counter()
+
+    @settings(max_examples=max(settings().max_examples // 8, 30), deadline=None)
+    @given(query=join_query(columns))
+    def check(query: str) -> None:
+        note(query)
+        expected = _run_fingerprint(layout.plain, query)
+        try:
+            planned = plan(layout.con, query)
+            note(str(planned))
+            note(planned.sql)
+            [got] = planned.relation().fetchall()
+        except duckdb.Error as exc:
+            assert isinstance(expected, str), f"{query}\nraised {exc!r} but plain DuckDB answered {expected}"
+            seen["errors"] += 1
+            return
+        assert not isinstance(expected, str), f"{query}\nanswered {got} but plain DuckDB raised"
+        assert tuple(got) == expected, f"{query}\n{planned}\n{tuple(got)} != {expected}"
+        seen["queries"] += 1
+        derived = [t for t in planned.tables if any(u.startswith("dynamic:") for u in t.used)]
+        seen["dynamic"] += bool(derived)
+        seen["dynamic pruned"] += any(t.kept < t.total for t in derived)
+        seen["min/max"] += any("above the limit" in u for t in derived for u in t.used)
+
+    check()
+    assert seen["queries"] >= 20, seen
+    assert seen["dynamic"] >= seen["queries"] // 10, seen  # the guard rails leave many, not all
+    assert seen["dynamic pruned"] >= 1, seen
+
+
+def _run_fingerprint(con: duckdb.DuckDBPyConnection, query: str) -> tuple[Any, ...] | str:
+    try:
+        [row] = con.sql(query).fetchall()
+        return tuple(row)
+    except duckdb.Error as exc:
+        return f"error: {type(exc).__name__}"
 
 
 # ------------------------------------------------------------------------------ written queries

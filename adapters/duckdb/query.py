@@ -15,8 +15,18 @@ Two things keep the answer identical to DuckDB reading every file:
   rows (duckdb/duckdb#25521).
 
 Planning lists the table each time (files added since the last index sync are read, deleted ones
-are not), so a reference that prunes nothing still reads the table as it is now. References the
-planner does not rewrite (inside PIVOT, with TABLESAMPLE or AT) read the registered view.
+are not). References the planner does not rewrite (inside PIVOT, with TABLESAMPLE or AT) read the
+registered view, and so does a reference the index cannot narrow: every file kept and no row
+selection, or only hive partitions pruned (DuckDB prunes those itself from the folder names). The
+view then costs what DuckDB alone costs, where a spliced list of files would add parsing and
+planning it (``str(plan)`` says "run by DuckDB directly" and why).
+
+Each reference's plan lists every WHERE/ON conjunct that names one of its columns: used, or not
+used with the reason (``scope`` places them; ``_Planner`` says why a part did not translate).
+
+Dynamic file pruning (``adapters.duckdb.dynamic``): the filtered, smaller side of an equi-join
+or an uncorrelated ``IN (SELECT ...)`` is evaluated first, on the user's connection, and its keys
+prune the registered side (``l_orderkey IN <keys>``, or min/max above ``dynamic_keys``).
 
 Secondary indexes (RFC-51): when a translated predicate has a leaf on an indexed column and
 ``IndexedTable.select(expr, rules)`` says the index pays, the reference reads only the rows it
@@ -423,7 +433,7 @@ def _direct(table: TablePlan, registration: _Registration, pruned: _Pruned) -> T
     why = ""
     if result.kept >= result.total:
         why = "the index keeps every file"
-    elif registration.partition_columns and pruned.parts:
+    elif registration.partition_columns and pruned.parts and not pruned.dynamic:
         hive = [p for p in pruned.parts if set(p.references()) <= registration.partition_columns]
         # The other conjuncts pruned nothing more when the hive ones alone keep as many files.
         if len(hive) == len(pruned.parts) or (
@@ -743,7 +753,7 @@ class _Planner:
             selection=selection,
         )
         exact = translated.exact and not not_used and bool(used) and not gave
-        return _Pruned(table, exact, tuple(parts) if result.index_used else ())
+        return _Pruned(table, exact, tuple(parts) if result.index_used else (), bool(gave))
 
 
 def _operands(shape: Any) -> list[dict[str, Any]]:
@@ -776,6 +786,7 @@ class _Pruned:
     table: TablePlan
     exact: bool
     parts: tuple[Expression, ...] = ()  # the bound conjuncts (translated and derived) that pruned
+    dynamic: bool = False  # whether join keys (``adapters.duckdb.dynamic``) were among them
 
     def exact_rows(self) -> RowSelection | None:
         """The selection, when it is exactly the rows of the reference the query keeps."""

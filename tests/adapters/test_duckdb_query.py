@@ -655,3 +655,8 @@ def test_only_hive_partition_filters_pruned_reads_the_view(tmp_path: Path) -> No
     # Statistics prune beyond the partitions: the kept files are read.
     p = check((con, base), "SELECT * FROM h WHERE p <= 2 AND j >= 10")
     assert p.tables[0].kept == 1 and not p.tables[0].direct and "read_parquet" in p.sql
+    # Join keys prune partitions DuckDB would not skip alone: the kept files are read.
+    for c in (con, base):
+        c.execute("CREATE TABLE pk AS SELECT * FROM (VALUES (1, 'a'), (2, 'b'), (3, 'c')) v(p, w)")
+    p = check((con, base), "SELECT count(*), sum(j) FROM h JOIN pk ON h.p = pk.p WHERE pk.w = 'b'")
+    assert p.tables[0].kept == 1 and not p.tables[0].direct and "read_parquet" in p.sql
