@@ -13,8 +13,8 @@ join keys; orders is a plain DuckDB view, not indexed, and Delta has no join pru
    only the kept files) against DuckDB alone over every file
    (``read_parquet('<dir>/*.parquet', can_have_nan = true)``, DuckDB's own row-group skipping on).
 2. Planning: ``adapters.duckdb.plan(con, query)`` (parse the SQL, prune with the index; the prune also
-   lists the table folder to catch files changed behind the index's back) against delta-rs
-   (``deltalake``): the same files (hard links) made a Delta table by ``convert_to_deltalake``, which
+   checks that no file changed behind the index's back) against delta-rs
+   (``deltalake``): the same files (copies) made a Delta table by ``convert_to_deltalake``, which
    collects min/max/null-count statistics from the footers, then ``DeltaTable.file_uris(
    file_pruning_predicate=<the WHERE clause>)`` on the loaded table (stats-based file skipping).
 
@@ -112,13 +112,13 @@ def _timed(fn: Callable[[], Any]) -> float:
 
 
 def make_delta(files: Sequence[Path], folder: Path) -> tuple[deltalake.DeltaTable, float]:
-    """The same data files (hard links, else copies) as a Delta table with footer statistics."""
+    """The same data files (copies) as a Delta table with footer statistics.
+
+    Copies, not hard links: a data file with a second name is checked by ``stat`` at every plan
+    (a change watch on its folder cannot vouch for writes through the other name)."""
     folder.mkdir(parents=True)
     for path in files:
-        try:
-            os.link(path, folder / path.name)
-        except OSError:
-            shutil.copy2(path, folder / path.name)
+        shutil.copy2(path, folder / path.name)
     t0 = time.perf_counter()
     deltalake.convert_to_deltalake(str(folder), collect_stats=True)
     return deltalake.DeltaTable(str(folder)), time.perf_counter() - t0
