@@ -39,17 +39,30 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from adapters.duckdb.clock import TIME_FUNCTIONS
 from adapters.duckdb.parse import consistent_functions
 from adapters.duckdb.scope import JoinKey, TableRef, column_refs, same_ignoring_locations, walk_dicts
-from hudi_expr import And, Expression, GreaterThanOrEqual, In, LessThanOrEqual, Reference
+from hudi_expr import And, ColumnStats, Expression, GreaterThanOrEqual, In, LessThanOrEqual, Reference
 
-__all__ = ["DYNAMIC_KEYS", "Context", "Derived", "Refusal", "derive", "no_replacements"]
+__all__ = [
+    "DYNAMIC_KEYS",
+    "SMALL_SIDE",
+    "Context",
+    "Derived",
+    "Refusal",
+    "Target",
+    "derive",
+    "no_replacements",
+]
 
 DYNAMIC_KEYS = 10_000
 """Above this many distinct keys, only their min and max prune (``register(dynamic_keys=...)``)."""
+SMALL_SIDE = 10_000
+"""A side of at most this many rows is read for keys even when only bloom filters could use them."""
 
 Node = dict[str, Any]
 
@@ -106,21 +119,27 @@ class _Source:
     conjunct: Node
     inner: Node  # a query node whose one output column holds the keys
     described: str  # where the keys come from, for the plan ("": the query's text)
+    rows: float | None  # rows the other side reads (None: not known)
 
 
-def derive(
-    ref: TableRef, types: dict[str, str], limit: int, target_rows: float, context: Context
-) -> tuple[list[Derived], list[Refusal]]:
-    """The filters the other sides of ``ref``'s equi-joins and IN subqueries give it.
+@dataclass(frozen=True)
+class Target:
+    """The registered table a reference reads, as far as deriving filters for it goes."""
 
-    ``types``: the DuckDB type of each column of the registered table; ``limit``: above this many
-    keys only min/max are used; ``target_rows``: rows in the files the index keeps for ``ref``.
-    """
+    types: dict[str, str]  # DuckDB type of each column
+    limit: int  # above this many keys only their min and max are used
+    rows: float  # rows in the files the index keeps for the reference
+    kept: int  # those files
+    stats: Callable[[str], ColumnStats | None]  # a column's statistics over the table's files
+
+
+def derive(ref: TableRef, target: Target, context: Context) -> tuple[list[Derived], list[Refusal]]:
+    """The filters the other sides of ``ref``'s equi-joins and IN subqueries give it."""
     derived: list[Derived] = []
     refused: list[Refusal] = []
     candidates: list[tuple[Node, Node, Callable[[], _Source | str]]] = []
     for join in ref.joins:
-        candidates.append((join.conjunct, join.column, _bind(_join_source, join, target_rows, context)))
+        candidates.append((join.conjunct, join.column, _bind(_join_source, join, target.rows, context)))
     for pushable in ref.pushable:
         node = pushable.node
         if node.get("class") == "SUBQUERY" and node.get("subquery_type") == "ANY":
@@ -130,7 +149,7 @@ def derive(
                 continue
             candidates.append((node, child, _bind(_subquery_source, node, context)))
     for conjunct, column_node, source_of in candidates:
-        column = _column(ref, column_node, types)
+        column = _column(ref, column_node, target.types)
         if column is None:
             why = "the joined side is not a column of the table"
             refused.append(Refusal(conjunct, f"dynamic pruning: {why}"))
@@ -139,7 +158,11 @@ def derive(
         if isinstance(found, str):
             refused.append(Refusal(conjunct, f"dynamic pruning: {found}"))
             continue
-        result = _keys(found, column, types[column], limit, context)
+        hopeless = _hopeless(target.stats(column), column, target.kept, found.rows)
+        if hopeless:
+            refused.append(Refusal(conjunct, f"dynamic pruning: {hopeless}"))
+            continue
+        result = _keys(found, column, target.types[column], target.limit, context)
         if isinstance(result, str):
             refused.append(Refusal(conjunct, f"dynamic pruning: {result}"))
         else:
@@ -183,7 +206,7 @@ def _join_source(join: JoinKey, target_rows: float, context: Context) -> _Source
     if other.alias.lower() != shown.lower():
         shown += f" AS {other.alias}"
     described = f"{shown} ({' AND '.join(context.text(f) for f in filters)})"
-    return _Source(join.conjunct, inner, described)
+    return _Source(join.conjunct, inner, described, rows)
 
 
 def _subquery_source(conjunct: Node, context: Context) -> _Source | str:
@@ -202,7 +225,7 @@ def _subquery_source(conjunct: Node, context: Context) -> _Source | str:
     changing = _changing(nodes)
     if changing:
         return f"the subquery may give other rows when the query runs: {changing}"
-    return _Source(conjunct, inner, "")
+    return _Source(conjunct, inner, "", None)
 
 
 def _plain_filter(node: Node) -> bool:
@@ -264,6 +287,34 @@ def _select_node(select_list: list[Node], from_table: Node, where: Node | None) 
 
 def _and(children: list[Node]) -> Node:
     return {"class": "CONJUNCTION", "type": "CONJUNCTION_AND", "alias": "", "children": children}
+
+
+def _hopeless(stats: ColumnStats | None, column: str, kept: int, rows: float | None) -> str:
+    """Why no set of keys could skip files ("" when some may): reading the other side first costs
+    a query, paid only where the table's statistics can use its keys. Ranges can when the files
+    hold distinct stretches of the column (on average a file's range overlaps fewer than half of
+    the others'); membership filters (bloom, value index) when the keys are few: with more than
+    a few per file, each file holds one of them about as surely as not."""
+    if stats is None:
+        return ""
+    keys = stats.sort_keys
+    valid = np.asarray(pc.and_(stats.min.is_valid(), stats.max.is_valid()))
+    if keys is None or valid.sum() < 2:
+        return ""  # nothing known: the keys may tell
+    lo, hi = keys[0][valid], keys[1][valid]
+    # Per file, how many files' ranges meet its own: those not wholly above it nor wholly below.
+    meeting = np.searchsorted(np.sort(lo), hi, side="right") - np.searchsorted(np.sort(hi), lo, side="left")
+    if meeting.mean() < len(lo) / 2:
+        return ""
+    few = rows is None or rows <= max(3 * kept, SMALL_SIDE)
+    if (stats.bloom is not None or stats.membership) and few:
+        return ""
+    if stats.bloom is not None or stats.membership:
+        return (
+            f"the files' {column} ranges overlap and the other side has too many rows (about "
+            f"{rows:,.0f}) for bloom filters to skip files"
+        )
+    return f"the files' {column} ranges overlap and it has no bloom filter: no keys could skip a file"
 
 
 # ------------------------------------------------------------------------------------------- keys

@@ -73,7 +73,15 @@ import pyarrow.compute as pc
 
 from adapters import walker as walker_module
 from adapters.duckdb.answers import count_query, existence_references
-from adapters.duckdb.dynamic import DYNAMIC_KEYS, Context, Derived, Refusal, derive, no_replacements
+from adapters.duckdb.dynamic import (
+    DYNAMIC_KEYS,
+    Context,
+    Derived,
+    Refusal,
+    Target,
+    derive,
+    no_replacements,
+)
 from adapters.duckdb.parse import Walker, is_utc
 from adapters.duckdb.rows import ROW_COLUMN, Reads, RowRead, first_row, plan_reads
 from adapters.duckdb.scope import TableRef, column_refs, find_references, same_ignoring_locations, walk_dicts
@@ -83,6 +91,7 @@ from hudi_expr import (
     AlwaysTrue,
     And,
     BindError,
+    ColumnStats,
     Expression,
     bind,
     to_pyarrow,
@@ -489,7 +498,15 @@ def _derive(
             out[id(ref)] = ([], [Refusal(c, "dynamic pruning: no file left to prune") for c in conjuncts])
             continue
         types = {c: kind for c, kind in registration.columns}
-        out[id(ref)] = derive(ref, types, registration.dynamic_keys, t.rows(registration), context)
+
+        def stats(column: str, table: IndexedTable = registration.table) -> ColumnStats | None:
+            try:
+                return table.stats([column]).columns.get(column)
+            except IndexStoreError:
+                return None
+
+        target = Target(types, registration.dynamic_keys, t.rows(registration), t.result.kept, stats)
+        out[id(ref)] = derive(ref, target, context)
     return out
 
 

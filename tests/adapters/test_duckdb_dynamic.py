@@ -331,3 +331,32 @@ def test_a_registered_table_is_the_smaller_side_or_not(cons) -> None:
     )
     assert table(p, "f").kept == 1 and dynamic(table(p, "f"))
     assert not dynamic(table(p, "d"))
+
+
+def test_keys_are_not_read_where_no_key_could_skip_a_file(cons) -> None:
+    # v takes the same 13 values in every file and has no bloom filter: no keys could skip one.
+    p = check(cons, "SELECT count(*) FROM f JOIN dim ON f.v = dim.ok WHERE dim.ok < 3")
+    assert table(p, "f").kept == N_FILES
+    assert any("v ranges overlap and it has no bloom filter" in n for n in table(p, "f").not_used)
+
+
+def test_which_statistics_could_use_keys() -> None:
+    from adapters.duckdb.dynamic import SMALL_SIDE, _hopeless
+    from hudi_expr import BloomFilter, ColumnStats
+    from hudi_expr.bloom import BloomFilterSet
+
+    def stats(lo: list[int], hi: list[int], bloom: bool) -> ColumnStats:
+        n = len(lo)
+        zeros = pa.array([0] * n, pa.int64())
+        filters = BloomFilterSet.from_filters([BloomFilter.for_entries(10, 0.01)] * n) if bloom else None
+        return ColumnStats(pa.array(lo, pa.int64()), pa.array(hi, pa.int64()), zeros, zeros, filters)
+
+    clustered = stats([0, 10, 20, 30], [9, 19, 29, 39], bloom=False)
+    spread = stats([0, 1, 2, 3], [99, 98, 97, 99], bloom=False)
+    spread_bloom = stats([0, 1, 2, 3], [99, 98, 97, 99], bloom=True)
+    assert _hopeless(clustered, "k", 4, 1e9) == ""  # ranges: any number of keys may skip files
+    assert "no bloom filter" in _hopeless(spread, "k", 4, 10)
+    assert _hopeless(spread_bloom, "k", 4, SMALL_SIDE) == ""  # few keys: blooms may skip files
+    assert "too many rows" in _hopeless(spread_bloom, "k", 4, SMALL_SIDE + 1)
+    assert _hopeless(spread_bloom, "k", 4, None) == ""  # a subquery: its size is not known
+    assert _hopeless(None, "k", 4, 1e9) == ""
