@@ -25,7 +25,10 @@ compares them exactly as the index holds the column's values: integers of any wi
 
 Evaluating the other side costs a query, so it is done only when that side has a filter (its keys
 would otherwise be all of them), is smaller than the pruned side (its rows in the files the index
-keeps, or DuckDB's estimate for its own table), and the pruned side still has files to skip.
+keeps, or DuckDB's estimate for its own table), the pruned side still has files to skip, and its
+statistics could use keys at all (``_hopeless``: clustered ranges on the column, or bloom filters
+and few keys). A registered other side is read from the files its own filters kept (the plan's
+read of it, not planned a second time); a subquery is planned as a query of its own.
 """
 
 from __future__ import annotations
@@ -34,13 +37,13 @@ import contextlib
 import datetime as dt
 import decimal
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from adapters.duckdb.clock import TIME_FUNCTIONS
@@ -59,6 +62,7 @@ __all__ = [
     "no_replacements",
 ]
 
+_PLACEHOLDER = "__hudi_keys_source"
 DYNAMIC_KEYS = 10_000
 """Above this many distinct keys, only their min and max prune (``register(dynamic_keys=...)``)."""
 SMALL_SIDE = 10_000
@@ -111,7 +115,8 @@ class Context:
     cte_names: set[str]  # of the statement: a subquery naming one does not run alone
     text: Callable[[Node], str]  # the SQL text a node came from
     rows: Callable[[TableRef], float | None]  # rows the other side reads (None: not known)
-    evaluate: Callable[[str], pa.Table]  # runs a query (registered tables read pruned)
+    read: Callable[[TableRef], str]  # a registered reference's read of its kept files ("": the view)
+    relation: Callable[[str], duckdb.DuckDBPyRelation]  # a query, registered tables read pruned
 
 
 @dataclass(frozen=True)
@@ -120,6 +125,7 @@ class _Source:
     inner: Node  # a query node whose one output column holds the keys
     described: str  # where the keys come from, for the plan ("": the query's text)
     rows: float | None  # rows the other side reads (None: not known)
+    read: str | None = None  # the text read in place of _PLACEHOLDER; None: plan the query
 
 
 @dataclass(frozen=True)
@@ -201,12 +207,19 @@ def _join_source(join: JoinKey, target_rows: float, context: Context) -> _Source
     if rows >= target_rows:
         return f"{other.alias} is not smaller (about {rows:,.0f} rows against {target_rows:,.0f})"
     where = filters[0] if len(filters) == 1 else _and(filters)
+    read = context.read(other) if other.registered is not None else ""
+    if read:
+        # The files its own filters keep, as the plan reads them (no second planning of it).
+        node = {**node, "table_name": _PLACEHOLDER, "schema_name": "", "catalog_name": ""}
+        node["alias"] = other.alias
+        if "qualified_name" in node:
+            node["qualified_name"] = {"path": [_PLACEHOLDER]}
     inner = _select_node([join.other_column], node, where)
-    shown = str(node.get("table_name"))
+    shown = str(other.node.get("table_name"))
     if other.alias.lower() != shown.lower():
         shown += f" AS {other.alias}"
     described = f"{shown} ({' AND '.join(context.text(f) for f in filters)})"
-    return _Source(join.conjunct, inner, described, rows)
+    return _Source(join.conjunct, inner, described, rows, read)
 
 
 def _subquery_source(conjunct: Node, context: Context) -> _Source | str:
@@ -326,30 +339,35 @@ def _keys(source: _Source, column: str, column_type: str, limit: int, context: C
     text = _sql_text(con, source.inner)
     if text is None:
         return "its query could not be written back as SQL text"
-    try:
-        with no_replacements(con):
-            output = con.sql(text).types
-    except duckdb.BinderException as exc:
-        return f"correlated subquery (it does not run alone: {_first_line(exc)})"
-    except duckdb.Error as exc:
-        return f"its keys could not be read ({_first_line(exc)})"
-    if len(output) != 1:
-        return f"the subquery has {len(output)} columns"
-    key_type = str(output[0])
-    why = _comparable(key_type, column_type, column)
-    if why is None and key_type == "VARCHAR":
-        why = _collation(con, text)
-    if why is not None:
-        return why
+    if source.read:
+        if len(re.findall(_PLACEHOLDER, text)) != 1:
+            return "its query could not be written back as SQL text"
+        text = re.sub(f'"?{_PLACEHOLDER}"?', lambda _: source.read or "", text)
     query = (
         f"SELECT count(DISTINCT k) AS n, min(k) AS lo, max(k) AS hi, "
         f"CASE WHEN count(DISTINCT k) <= {int(limit)} THEN list(DISTINCT k) END AS keys "
         f"FROM ({text}) AS __hudi_keys(k) WHERE k IS NOT NULL"
     )
-    try:
-        row = context.evaluate(query).to_pylist()[0]
-    except duckdb.Error as exc:
-        return f"its keys could not be read ({_first_line(exc)})"
+    with no_replacements(con):
+        try:
+            # Bound, not run; a subquery is planned (registered tables in it read pruned).
+            relation = context.relation(query) if source.read is None else con.sql(query)
+        except duckdb.BinderException as exc:
+            if not source.described:  # a subquery of the query: alone, an outer name is unbound
+                return f"correlated subquery (alone it does not bind: {_first_line(exc)})"
+            return f"its keys could not be read ({_first_line(exc)})"
+        except duckdb.Error as exc:
+            return f"its keys could not be read ({_first_line(exc)})"
+        key_type = str(relation.types[1])
+        why = _comparable(key_type, column_type, column)
+        if why is None and key_type == "VARCHAR":
+            why = _collation(con, text)
+        if why is not None:
+            return why
+        try:
+            row = relation.to_arrow_table().to_pylist()[0]
+        except duckdb.Error as exc:
+            return f"its keys could not be read ({_first_line(exc)})"
     n = int(row["n"])
     described = source.described or f"({text})"
     integers = key_type in _INTEGERS

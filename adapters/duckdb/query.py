@@ -479,11 +479,19 @@ def _derive(
             return None  # a registered table not rewritten (sampled, read AT a version)
         return _table_rows(con, other.node)
 
-    def evaluate(text: str) -> pa.Table:
-        with no_replacements(con):
-            return _plan(con, text, None, dynamic=False).relation().to_arrow_table()
+    def read_of(other: TableRef) -> str:
+        k = by_ref.get(id(other))
+        result = None if k is None else translated[k].result
+        if k is None or result is None or not result.index_used or result.kept >= result.total:
+            return ""  # the registered view, every file
+        return _source(
+            read[k], TablePlan(read[k].name, other.alias, result.kept, result.total, (), (), result)
+        )
 
-    context = Context(con, cte_names, planner.walker.source_text, rows, evaluate)
+    def relation(text: str) -> duckdb.DuckDBPyRelation:
+        return _plan(con, text, None, dynamic=False).relation()
+
+    context = Context(con, cte_names, planner.walker.source_text, rows, read_of, relation)
     out: dict[int, tuple[list[Derived], list[Refusal]]] = {}
     for k in wanted:
         ref, registration, t = refs[k], read[k], translated[k]
