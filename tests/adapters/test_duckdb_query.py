@@ -660,3 +660,19 @@ def test_only_hive_partition_filters_pruned_reads_the_view(tmp_path: Path) -> No
         c.execute("CREATE TABLE pk AS SELECT * FROM (VALUES (1, 'a'), (2, 'b'), (3, 'c')) v(p, w)")
     p = check((con, base), "SELECT count(*), sum(j) FROM h JOIN pk ON h.p = pk.p WHERE pk.w = 'b'")
     assert p.tables[0].kept == 1 and not p.tables[0].direct and "read_parquet" in p.sql
+
+
+def test_join_keys_of_every_type_prune_in_any_time_zone(cons) -> None:
+    for c in cons:
+        c.execute("SET TimeZone = 'America/New_York'")
+    try:
+        for column in ("ts", "d", "s", "k", "id"):
+            p = check(
+                cons, f"SELECT count(*) FROM t WHERE {column} IN (SELECT {column} FROM t i WHERE i.k < 10)"
+            )
+            [outer] = [x for x in p.tables if x.alias == "t"]
+            assert any(u.startswith(f"dynamic: {column} IN") for u in outer.used), str(p)
+            assert outer.kept == 1, str(p)  # the rows of part-00 alone hold those keys
+    finally:
+        for c in cons:
+            c.execute("SET TimeZone = 'UTC'")
