@@ -80,7 +80,6 @@ from adapters.duckdb.dynamic import (
     Refusal,
     Target,
     derive,
-    no_replacements,
 )
 from adapters.duckdb.parse import Walker, is_utc
 from adapters.duckdb.rows import ROW_COLUMN, Reads, RowRead, first_row, plan_reads
@@ -526,23 +525,40 @@ def _plain_columns(
     """The columns of the tables and views of DuckDB's own a statement reads, when it also reads a
     registered table: their unqualified columns then belong to them, not to an outer query.
 
-    DuckDB binds each name (``SELECT * FROM name LIMIT 0``, never run), so the lookup follows its
-    search path; a name that is not in its catalog (a file, a Python variable) stays unknown."""
+    Read from DuckDB's catalog (``duckdb_columns()``, one query, nothing bound), looking a name up
+    as DuckDB does: temporary objects first, then the current schema. A wrong guess costs pruning,
+    never an answer: a column two tables seem to have is no one's, and a join key is read by
+    DuckDB's own binding of the name."""
     tables = [n for n in walk_dicts(statement) if n.get("type") == "BASE_TABLE"]
     if not any(registration_of(n) is not None for n in tables):
         return {}
     keys = {_table_key(n) for n in tables if registration_of(n) is None}
-    keys = {key for key in keys if not re.search(r"[./\\]", key[2])}  # a file DuckDB would open
-    out: dict[tuple[str, str, str], dict[str, str]] = {}
     if not keys:
-        return out
-    with no_replacements(con):
-        for key in sorted(keys):
-            name = ".".join(_quote(part) for part in key if part)
-            try:
-                columns = con.sql(f"SELECT * FROM {name} LIMIT 0").columns
-            except duckdb.Error:
-                continue
+        return {}
+    rows = con.execute(
+        "SELECT current_database(), current_schema(), database_name, schema_name, table_name, "
+        "list(column_name ORDER BY column_index) FROM duckdb_columns() "
+        "WHERE NOT internal AND list_contains($names, lower(table_name)) "
+        "GROUP BY database_name, schema_name, table_name",
+        {"names": sorted({key[2].lower() for key in keys})},
+    ).fetchall()
+    out: dict[tuple[str, str, str], dict[str, str]] = {}
+    current = (str(rows[0][0]).lower(), str(rows[0][1]).lower()) if rows else ("", "")
+    for key in keys:
+        catalog, schema, name = (part.lower() for part in key)
+        found = {
+            (str(db).lower(), str(sch).lower()): [str(c) for c in columns]
+            for _, _, db, sch, table, columns in rows
+            if str(table).lower() == name
+        }
+        if catalog:
+            places = [(catalog, schema or "main")]
+        elif schema:  # temp.main hides main.name too
+            places = [("temp", schema), (current[0], schema), (schema, "main")]
+        else:
+            places = [("temp", "main"), current]
+        columns = next((found[p] for p in places if p in found), None)
+        if columns is not None:
             out[key] = {c.lower(): c for c in columns}
     return out
 

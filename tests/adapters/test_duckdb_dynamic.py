@@ -360,3 +360,17 @@ def test_which_statistics_could_use_keys() -> None:
     assert "too many rows" in _hopeless(spread_bloom, "k", 4, SMALL_SIDE + 1)
     assert _hopeless(spread_bloom, "k", 4, None) == ""  # a subquery: its size is not known
     assert _hopeless(None, "k", 4, 1e9) == ""
+
+
+def test_columns_of_duckdbs_tables_are_looked_up_as_duckdb_does(cons) -> None:
+    # A temporary table hides main's of the same name: w is its column, and filters it.
+    for c in cons:
+        c.execute("CREATE TABLE sh AS SELECT range AS ok, 0 AS z FROM range(2000)")
+        c.execute("CREATE TEMP TABLE sh AS SELECT range AS ok, range AS w FROM range(2000)")
+    p = check(cons, "SELECT count(*) FROM f JOIN sh ON f.ok = sh.ok WHERE w < 30")
+    assert dynamic(table(p, "f")) == ["dynamic: ok IN 30 keys from sh (w < 30)"]
+    assert table(p, "f").kept == 1
+    p = check(cons, "SELECT count(*) FROM f JOIN main.sh s ON f.ok = s.ok WHERE w < 30")  # temp's too
+    assert table(p, "f").kept == 1
+    p = check(cons, "SELECT count(*) FROM f JOIN memory.main.sh s ON f.ok = s.ok WHERE z < 1 AND s.ok < 30")
+    assert dynamic(table(p, "f")) == ["dynamic: ok IN 30 keys from sh AS s (z < 1 AND s.ok < 30)"]
