@@ -139,7 +139,12 @@ class _Watcher:
         self.libc = libc
         self.fd = fd
         self.pid = os.getpid()
-        self.lock = threading.Lock()
+        # Re-entrant: a ``Watch`` closed by a finalizer (``weakref.finalize``) may run on this
+        # thread at any allocation, also while it holds the lock in the middle of a drain. Such a
+        # release waits in ``_pending`` until the holder is done with the tables below.
+        self.lock = threading.RLock()
+        self._busy = False
+        self._pending: list[Watch] = []
         self.watches: dict[int, list[Watch]] = {}  # wd -> the Watches holding it
         self.held: dict[int, list[int]] = {}  # id(Watch) -> its wds
 
@@ -147,29 +152,59 @@ class _Watcher:
         if file_system_of(device) not in LOCAL_FILE_SYSTEMS:
             return False
         with self.lock:
-            self._drain()  # an old watch's last events go to its holders before its number is reused
-            wd = self.libc.inotify_add_watch(self.fd, os.fsencode(folder), _MASK)
-            if wd < 0:
-                return False  # ENOSPC: out of watches; ENOENT: gone; EACCES ...
-            self.watches.setdefault(wd, []).append(watch)
-            self.held.setdefault(id(watch), []).append(wd)
-            return True
+            if self._busy:  # pragma: no cover - only a finalizer re-enters, and it only releases
+                return False
+            self._busy = True
+            try:
+                self._drain()  # an old watch's last events reach its holders before its wd is reused
+                wd = self.libc.inotify_add_watch(self.fd, os.fsencode(folder), _MASK)
+                if wd < 0:
+                    return False  # ENOSPC: out of watches; ENOENT: gone; EACCES ...
+                self.watches.setdefault(wd, []).append(watch)
+                self.held.setdefault(id(watch), []).append(wd)
+                return True
+            finally:
+                self._done()
 
     def release(self, watch: Watch) -> None:
         with self.lock:
-            for wd in self.held.pop(id(watch), []):
-                holders = self.watches.get(wd)
-                if holders is None:
-                    continue  # the folder went away: the kernel removed its watch already
-                holders[:] = [w for w in holders if w is not watch]
-                if not holders:
-                    del self.watches[wd]
-                    self.libc.inotify_rm_watch(self.fd, wd)
-            self._drain()  # read the IN_IGNORED of removed watches now, not after a new add
+            if self._busy:  # a finalizer on this thread, inside add/drain/release: after them
+                self._pending.append(watch)
+                return
+            self._busy = True
+            try:
+                self._release(watch)
+            finally:
+                self._done()
 
     def drain(self) -> None:
         with self.lock:
-            self._drain()
+            if self._busy:  # pragma: no cover - a finalizer never drains
+                return
+            self._busy = True
+            try:
+                self._drain()
+            finally:
+                self._done()
+
+    def _done(self) -> None:
+        """Leave the tables (lock held): run the releases that came in meanwhile."""
+        try:
+            while self._pending:
+                self._release(self._pending.pop())
+        finally:
+            self._busy = False
+
+    def _release(self, watch: Watch) -> None:
+        for wd in self.held.pop(id(watch), []):
+            holders = self.watches.get(wd)
+            if holders is None:
+                continue  # the folder went away: the kernel removed its watch already
+            holders[:] = [w for w in holders if w is not watch]
+            if not holders:
+                del self.watches[wd]
+                self.libc.inotify_rm_watch(self.fd, wd)
+        self._drain()  # read the IN_IGNORED of removed watches now, not after a new add
 
     def _drain(self) -> None:
         while True:

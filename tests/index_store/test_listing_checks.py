@@ -374,3 +374,30 @@ def test_an_index_rebuilt_elsewhere_at_the_same_version_is_read(tmp_path: Path) 
     assert t.snapshot().live != before.live
     result = t.prune(col("k") == 999)
     assert result.files == [str(root / "f0.parquet")] and result.changed_files == []  # indexed anew
+
+
+@watch_only
+def test_a_watch_closed_while_the_queue_is_drained_does_not_deadlock(tmp_path: Path) -> None:
+    # A Watch is closed by a finalizer (weakref.finalize), which Python may run at any allocation:
+    # also inside the drain, on the thread holding the queue's lock. Here the drain's own callback
+    # (``ignore``) closes another watch, as such a finalizer would; the close must wait its turn.
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    other = new_watch()
+    assert other.add(str(second), os.stat(second).st_dev)
+
+    def ignore(name: str) -> bool:
+        other.close()
+        return False
+
+    watching = new_watch(ignore)
+    assert watching.add(str(first), os.stat(first).st_dev)
+    (first / "x.parquet").write_bytes(b"x")
+    assert watching.changed()  # drained: ignore() ran and closed the other watch, no deadlock
+    assert other.changed()  # closed: vouches for nothing
+    (second / "y.parquet").write_bytes(b"y")
+    fresh = new_watch()
+    assert fresh.add(str(second), os.stat(second).st_dev) and not fresh.changed()
+    fresh.close()
+    watching.close()
