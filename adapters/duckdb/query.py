@@ -73,6 +73,8 @@ import pyarrow.compute as pc
 
 from adapters import walker as walker_module
 from adapters.duckdb.answers import count_query, existence_references
+from adapters.duckdb.clock import pin_time
+from adapters.duckdb.clock import time_calls as time_calls_of
 from adapters.duckdb.dynamic import (
     DYNAMIC_KEYS,
     Context,
@@ -328,24 +330,41 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
     return _plan(con, query, params, dynamic=True)
 
 
-def _plan(con: duckdb.DuckDBPyConnection, query: str, params: Any, dynamic: bool) -> QueryPlan:
+def _plan(
+    con: duckdb.DuckDBPyConnection,
+    query: str,
+    params: Any,
+    dynamic: bool,
+    written: str | None = None,
+    renamed: bool = False,
+) -> QueryPlan:
+    """``plan``; ``written``: the user's text when ``query`` is it with the time pinned
+    (``adapters.duckdb.clock``), whose output names it keeps (``renamed``: a time call named one)."""
     if not isinstance(query, str):
         raise TypeError(f"expected SQL text, got {type(query).__name__}")
+    shown = query if written is None else written  # what the plan reports, and runs unpruned
     indexing = _statement_plan(con, query)
     if indexing is not None:
         return indexing
     if con not in _registry:
-        return QueryPlan(query, query, (), "no table is registered on this connection", params, con)
+        return QueryPlan(shown, shown, (), "no table is registered on this connection", params, con)
     session = _session(con, query)
     registrations = _live_registrations(con, session.views)
     if not registrations:
-        return QueryPlan(query, query, (), "no table is registered on this connection", params, con)
+        return QueryPlan(shown, shown, (), "no table is registered on this connection", params, con)
     statements = session.tree.get("statements") or []
     if session.tree.get("error") or len(statements) != 1:
         error = session.tree.get("error_message", "")
         why = error if session.tree.get("error") else "not a single SELECT statement"
-        return QueryPlan(query, query, (), f"run as written, without pruning ({why})", params, con)
+        return QueryPlan(shown, shown, (), f"run as written, without pruning ({why})", params, con)
     statement = statements[0]["node"]
+    if written is None:
+        # now(), current_date ...: one instant, written into the query, so that the constants
+        # that prune and the ones the query compares with are the same (adapters.duckdb.clock).
+        pinned = pin_time(con, query, statement)
+        if pinned is not None:
+            named = _names_from_text(statement, [], time_calls=True)
+            return _plan(con, pinned, params, dynamic, written=query, renamed=named)
     # A name reads main's view unless another schema is searched first (unqualified names) or a
     # temporary view or table of that name hides it (DuckDB looks in temp.main first, also for
     # ``main.name``).
@@ -386,7 +405,7 @@ def _plan(con: duckdb.DuckDBPyConnection, query: str, params: Any, dynamic: bool
         and (ref.node.get("alias") or str(ref.node.get("table_name")).lower() not in qualified)
     ]
     if not refs:
-        return QueryPlan(query, query, (), "", params, con)
+        return QueryPlan(shown, shown, (), "", params, con)
     planner = _Planner(query, session.timezone)
     placeholders = [f"__hudi_ref_{k}" for k in range(len(refs))]
     # The literals of every conjunct, and the check of the splice (the query with placeholders
@@ -396,7 +415,7 @@ def _plan(con: duckdb.DuckDBPyConnection, query: str, params: Any, dynamic: bool
     )
     if not _same_but_renamed(checked, statement, refs, placeholders):
         note = "run as written, without pruning: the rewritten text did not parse back to the same query"
-        return QueryPlan(query, query, (), note, params, con)
+        return QueryPlan(shown, shown, (), note, params, con)
     read = [registrations[str(ref.registered).lower()] for ref in refs]
     counted = count_query(statement, refs)
     existence = existence_references(statement, refs)
@@ -413,21 +432,21 @@ def _plan(con: duckdb.DuckDBPyConnection, query: str, params: Any, dynamic: bool
         if answered is not None:
             table, n = answered
             constant = f"SELECT CAST({n} AS BIGINT) AS {_quote(counted.name)}"
-            return QueryPlan(query, constant, (table,), "", None, con)
+            return QueryPlan(shown, constant, (table,), "", None, con)
     tables = tuple(
         _direct((p.exists() if id(ref) in existence else None) or p.read(), r, p)
         for ref, r, p in zip(refs, read, pruned, strict=True)
     )
     spliced = [(ref, r, t) for ref, r, t in zip(refs, read, tables, strict=True) if not t.direct]
     if not spliced:
-        return QueryPlan(query, query, tables, "", params, con)
+        return QueryPlan(shown, shown, tables, "", params, con)
     rewritten = _spliced(query, [ref for ref, _, _ in spliced], [_source(r, t) for _, r, t in spliced])
-    if _names_from_text(statement, [ref for ref, _, _ in spliced]):
-        # DuckDB names an unaliased expression by its text; with a reference spliced into it the
-        # text changed, so the original names are put back, by position.
-        names = ", ".join(_quote(c) for c in con.sql(query, params=params).columns)
+    if renamed or _names_from_text(statement, [ref for ref, _, _ in spliced]):
+        # DuckDB names an unaliased expression by its text; with a reference spliced into it (or
+        # the time pinned in it) the text changed, so the original names are put back, by position.
+        names = ", ".join(_quote(c) for c in con.sql(shown, params=params).columns)
         rewritten = f"SELECT * FROM ({rewritten}) AS __hudi_named({names})"
-    return QueryPlan(query, rewritten, tables, "", params, con)
+    return QueryPlan(shown, rewritten, tables, "", params, con)
 
 
 def _direct(table: TablePlan, registration: _Registration, pruned: _Pruned) -> TablePlan:
@@ -709,6 +728,10 @@ class _Planner:
         shape = self.walker.shape(node)
         if shape is None:
             return f"{_called(node)}: not a form the index reads"
+        if isinstance(shape, walker_module.TruthTest):
+            # An IS [NOT] TRUE/FALSE/NULL test is used only when all of its operand translates
+            # exactly: a part read as TRUE there could turn the test FALSE on a matching row.
+            return "a truth test (IS TRUE/FALSE/NULL) of a predicate that does not translate exactly"
         for operand in _operands(shape):
             if not any(True for _ in column_refs(operand)):
                 try:
@@ -1104,25 +1127,32 @@ def _schema_qualified(statement: Any, database: str) -> set[str]:
     return found
 
 
-def _names_from_text(statement: Any, refs: Sequence[TableRef]) -> bool:
-    """Whether an output column is named by the text of an expression holding a rewritten reference."""
+def _names_from_text(statement: Any, refs: Sequence[TableRef], time_calls: bool = False) -> bool:
+    """Whether an output column is named by the text of an expression holding a rewritten reference
+    (or, with ``time_calls``, a call of a time function, which ``pin_time`` rewrites)."""
     node = statement
     while node.get("type") == "SET_OPERATION_NODE":
         node = node.get("left") or {}
     spliced = {id(ref.node) for ref in refs}
     for item in node.get("select_list") or []:
-        if item.get("alias") or item.get("class") in ("STAR", "COLUMN_REF"):
+        if item.get("alias") or (item.get("class") == "STAR"):
+            continue
+        if item.get("class") == "COLUMN_REF" and not time_calls:
             continue
         stack: list[Any] = [item]
         while stack:
             part = stack.pop()
             if isinstance(part, dict):
-                if id(part) in spliced:
+                if id(part) in spliced or (time_calls and _is_time_call(part)):
                     return True
                 stack.extend(part.values())
             elif isinstance(part, list):
                 stack.extend(part)
     return False
+
+
+def _is_time_call(node: dict[str, Any]) -> bool:
+    return any(found is node for found, _ in time_calls_of(node))
 
 
 def _spliced(query: str, refs: Sequence[TableRef], sources: Sequence[str]) -> str:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from adapters.duckdb.clock import pin_time
@@ -101,3 +104,29 @@ def test_function_calls_are_pinned_whatever_the_tables(con: duckdb.DuckDBPyConne
 
 def test_nothing_to_pin(con: duckdb.DuckDBPyConnection) -> None:
     assert pinned(con, "SELECT * FROM t WHERE d > DATE '2024-01-01'") is None
+
+
+def test_sql_prunes_with_the_pinned_time_and_answers_as_duckdb(tmp_path: Path) -> None:
+    from adapters.duckdb import plan, register, sql
+    from index_store import open_table
+
+    today = dt.date.today()
+    for k in range(10):
+        days = [today - dt.timedelta(days=100 * k + j) for j in range(5)]
+        pq.write_table(pa.table({"d": days, "v": list(range(5))}), tmp_path / f"p{k}.parquet")
+    table = open_table(tmp_path)
+    table.build(progress=False)
+    con = duckdb.connect()
+    register(con, "t", table)
+    for query in [
+        "SELECT count(*), sum(v) FROM t WHERE d >= current_date - INTERVAL 150 DAY",
+        "SELECT count(*) AS n, current_date, now() IS NOT NULL FROM t WHERE d > today() - 250",
+        "SELECT * FROM t WHERE d < CURRENT_DATE - 800 ORDER BY d",
+    ]:
+        planned = plan(con, query)
+        (t,) = planned.tables
+        assert t.kept < t.total, str(planned)  # the folded time pruned
+        ours = sql(con, query)
+        theirs = con.sql(query)
+        assert ours.columns == theirs.columns  # names as written, not as pinned
+        assert ours.fetchall() == theirs.fetchall()
