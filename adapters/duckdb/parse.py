@@ -126,7 +126,7 @@ def _strip_aliases(aliases: set[str], schema: pa.Schema | None = None) -> Callab
         except BindError as exc:
             if "ambiguous" in str(exc):
                 raise  # two columns match but for case: the user must say which
-            return None  # not a column of the table: the comparison is not used
+            return path  # not a column of the table: binding says so, as without a schema
 
     return resolve
 
