@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import duckdb
+
+from adapters.duckdb.scope import cte_names, walk_dicts
 
 __all__ = ["TIME_FUNCTIONS", "pin_time", "time_calls"]
 
@@ -56,7 +57,7 @@ def time_calls(statement: Node) -> list[tuple[Node, str]]:
     """Every call of a time function in a parsed statement, with the function's name: function
     calls (``now()``) and the bare keywords DuckDB parses as column references (``current_date``)."""
     found = []
-    for node in _dicts(statement):
+    for node in walk_dicts(statement):
         cls = node.get("class")
         if cls == "FUNCTION" and not node.get("schema") and not node.get("catalog"):
             name = str(node.get("function_name", "")).lower()
@@ -103,7 +104,7 @@ def pin_time(
 def _keywords_are_functions(con: duckdb.DuckDBPyConnection, statement: Node, names: set[str]) -> bool:
     """Whether no table or alias the statement reads can have a column named one of ``names``."""
     tables: list[Node] = []
-    for node in _dicts(statement):
+    for node in walk_dicts(statement):
         kind = node.get("type")
         if kind == "BASE_TABLE":
             tables.append(node)
@@ -113,7 +114,7 @@ def _keywords_are_functions(con: duckdb.DuckDBPyConnection, statement: Node, nam
             return False
         if any(str(c).lower() in names for c in node.get("column_name_alias") or []):
             return False
-    ctes = {str(name).lower() for name in _cte_names(statement)}
+    ctes = {str(name).lower() for name in cte_names(statement)}
     wanted = [t for t in tables if str(t.get("table_name", "")).lower() not in ctes]
     if not wanted:
         return True
@@ -136,21 +137,3 @@ def _keywords_are_functions(con: duckdb.DuckDBPyConnection, statement: Node, nam
         if name in clashing or name not in known:
             return False  # a column of that name, or a table whose columns cannot be listed
     return True
-
-
-def _cte_names(statement: Node) -> Iterator[str]:
-    for node in _dicts(statement):
-        for entry in (node.get("cte_map") or {}).get("map") or []:
-            if isinstance(entry, dict) and entry.get("key"):
-                yield str(entry["key"])
-
-
-def _dicts(root: Any) -> Iterator[Node]:
-    stack: list[Any] = [root]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            yield item
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)

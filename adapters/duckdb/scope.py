@@ -121,7 +121,7 @@ def find_references(
     ``columns_of(base_table_node)`` gives the registered name (None for a table of DuckDB's own)
     and the columns (lower case name -> column) of a BASE_TABLE node, or None when not known.
     """
-    cte_names = {name.lower() for name in _cte_names(statement)}
+    ctes = {name.lower() for name in cte_names(statement)}
     found: list[TableRef] = []
     # (item, the innermost SELECT scope around it): scopes are analyzed outside in, so a subquery's
     # correlated conjunct can be recorded on the outer reference it names.
@@ -131,12 +131,12 @@ def find_references(
         if isinstance(item, dict):
             scope = outer
             if item.get("type") in QUERY_NODES and "from_table" in item:
-                scope = _SelectScope(item, columns_of, cte_names, outer)
+                scope = _SelectScope(item, columns_of, ctes, outer)
                 found.extend(scope.analyze())
             stack.extend((value, scope) for value in item.values())
         elif isinstance(item, list):
             stack.extend((value, outer) for value in item)
-    return TableReferences(found, cte_names)
+    return TableReferences(found, ctes)
 
 
 class _SelectScope:
@@ -433,7 +433,8 @@ def walk_dicts(root: Any) -> Iterator[Node]:
             stack.extend(item)
 
 
-def _cte_names(root: Node) -> Iterator[str]:
+def cte_names(root: Node) -> Iterator[str]:
+    """The names of the CTEs defined anywhere in a statement."""
     for node in walk_dicts(root):
         cte_map = node.get("cte_map")
         if isinstance(cte_map, dict):
