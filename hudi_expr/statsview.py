@@ -52,7 +52,8 @@ class StatsView:
 
     def __init__(self, stats: FileStats) -> None:
         self.stats = stats
-        self._columns: dict[str, ColumnView | None] = {}
+        # Keyed by the term itself: a column may be named like a function of another ("year(d)").
+        self._columns: dict[BoundReference | Applied, ColumnView | None] = {}
 
     @property
     def num_files(self) -> int:
@@ -64,9 +65,9 @@ class StatsView:
         return to_mask(pc.equal(self.stats.row_count, 0), unknown=False)
 
     def column(self, term: BoundReference | Applied) -> ColumnView | None:
-        if term.name not in self._columns:
-            self._columns[term.name] = self._view(term)
-        return self._columns[term.name]
+        if term not in self._columns:
+            self._columns[term] = self._view(term)
+        return self._columns[term]
 
     def _view(self, term: BoundReference | Applied) -> ColumnView | None:
         if isinstance(term, Applied):

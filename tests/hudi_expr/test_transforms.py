@@ -125,3 +125,16 @@ def test_a_function_term_has_no_bloom_filter() -> None:
     stats = _stats([{"file": "a", "row_count": 1, "stats": {"d": day}}])
     assert hx.might_match(EqualTo(applied(Year(), "d"), 1995), stats).to_pylist() == [True]
     assert hx.might_match(EqualTo(Reference("d"), dt.date(1995, 6, 2)), stats).to_pylist() == [False]
+
+
+def test_a_column_named_like_a_function_is_not_the_function() -> None:
+    # A parquet column may be called "year(d)"; its statistics are not those of year(d).
+    schema = pa.schema([("d", pa.date32()), ("year(d)", pa.int64())])
+    day = {"min": dt.date(1995, 6, 1), "max": dt.date(1995, 6, 1), "null_count": 0}
+    other = {"min": 7, "max": 7, "null_count": 0}
+    stats = FileStats.from_pylist(
+        [{"file": "a", "row_count": 1, "stats": {"d": day, "year(d)": other}}], schema
+    )
+    both = EqualTo(Reference("year(d)"), 7) & EqualTo(applied(Year(), "d"), 1995)
+    assert hx.might_match(both, stats).to_pylist() == [True]
+    assert hx.all_match(both, stats).to_pylist() == [True]
