@@ -85,6 +85,8 @@ def plan_lookups(bound: Expression, definitions: Sequence[IndexDefinition]) -> d
                 kinds.append(d.index_type)
     planned: dict[Predicate, _Planned] = {}
     for leaf in bound.leaves():
+        if leaf.term.column is not leaf.term:
+            continue  # a function of a column (year(d)): the index holds the column's values
         column = leaf.term.name
         options = []
         for kind in by_column.get(column, ()):
