@@ -7,7 +7,14 @@ Spark/DuckDB NaN ordering, and never need more than the statistics in ``FileStat
 
 from hudi_expr.binding import bind, resolve
 from hudi_expr.bloom import BloomFilter, BloomFilterFormatError, BloomFilterSet, hash_keys
-from hudi_expr.errors import BindError, ExpressionFormatError, HudiExprError, StatsError, TruthTestError
+from hudi_expr.errors import (
+    AmbiguousColumnError,
+    BindError,
+    ExpressionFormatError,
+    HudiExprError,
+    StatsError,
+    TruthTestError,
+)
 from hudi_expr.explain import Explanation, explain
 from hudi_expr.expressions import (
     AlwaysFalse,
@@ -56,6 +63,7 @@ from hudi_expr.visitors import ExpressionVisitor, PredicateVisitor, rewrite_not,
 __all__ = [
     "AlwaysFalse",
     "AlwaysTrue",
+    "AmbiguousColumnError",
     "And",
     "BindError",
     "BloomFilter",

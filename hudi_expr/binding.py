@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_expr.errors import BindError
+from hudi_expr.errors import AmbiguousColumnError, BindError
 from hudi_expr.expressions import (
     AlwaysFalse,
     And,
@@ -204,7 +204,8 @@ def _find(fields: list[pa.Field], name: str, case_sensitive: bool) -> pa.Field |
         return next((f for f in fields if f.name == name), None)
     matches = [f for f in fields if f.name.lower() == name.lower()]
     if len(matches) > 1:
-        raise BindError(f"column name {name!r} is ambiguous without case: {[f.name for f in matches]}")
+        names = [f.name for f in matches]
+        raise AmbiguousColumnError(f"column name {name!r} is ambiguous without case: {names}")
     return matches[0] if matches else None
 
 

@@ -11,6 +11,10 @@ class BindError(HudiExprError, ValueError):
     """A predicate does not fit the schema: unknown column, or a literal the column's type cannot hold."""
 
 
+class AmbiguousColumnError(BindError):
+    """A name that, ignoring case, matches more than one column (the message names them all)."""
+
+
 class ExpressionFormatError(HudiExprError, ValueError):
     """A serialized expression (JSON) is malformed."""
 

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from hudi_expr.errors import BindError
 
 __all__ = [
+    "TRUNC_UNITS",
     "Add",
     "Cast",
     "DateTrunc",
@@ -132,7 +133,6 @@ _INT_RANGES: dict[pa.DataType, tuple[int, int]] = {
         pa.uint64(),
     )
 }
-I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 _MAX_DECIMAL_PRECISION = 38
 
 
@@ -176,7 +176,7 @@ class _Arithmetic(Transform):
 
     __slots__ = ("constant",)
     constant: int | decimal.Decimal
-    _op: ClassVar[str]
+    _kernel: ClassVar[str]  # arrow's checked kernel: nothing overflows, so it never raises
     _symbol: ClassVar[str]
 
     def __init__(self, constant: int | decimal.Decimal) -> None:
@@ -201,7 +201,8 @@ class _Arithmetic(Transform):
     def result_type(self, source: pa.DataType) -> pa.DataType:
         if pa.types.is_integer(source) and isinstance(self.constant, int):
             ends = [self._exact(end) for end in _INT_RANGES[source]]
-            if min(ends) >= I64_MIN and max(ends) <= I64_MAX:
+            low, high = _INT_RANGES[pa.int64()]
+            if min(ends) >= low and max(ends) <= high:
                 return pa.int64()
             digits = max(len(str(abs(end))) for end in ends)
             if digits > _MAX_DECIMAL_PRECISION:
@@ -227,14 +228,12 @@ class _Arithmetic(Transform):
 
     def image(self, values: pa.Array, source: pa.DataType) -> pa.Array:
         operand, constant, result = self._operands(source)
-        kernel = pc.add_checked if self._op == "add" else pc.multiply_checked
-        out = kernel(values.cast(operand), constant)
+        out = pc.call_function(self._kernel, [values.cast(operand), constant])
         return out.cast(result) if out.type != result else out
 
     def row_expression(self, field: pc.Expression, source: pa.DataType) -> pc.Expression:
         operand, constant, result = self._operands(source)
-        kernel = "add_checked" if self._op == "add" else "multiply_checked"
-        out = pc.Expression._call(kernel, [field.cast(operand), pc.scalar(constant)])
+        out = pc.Expression._call(self._kernel, [field.cast(operand), pc.scalar(constant)])
         return out.cast(result)
 
 
@@ -243,7 +242,7 @@ class Add(_Arithmetic):
 
     __slots__ = ()
     name = "add"
-    _op = "add"
+    _kernel = "add_checked"
     _symbol = "+"
 
     def _exact(self, value: int) -> int:
@@ -260,7 +259,7 @@ class Multiply(_Arithmetic):
 
     __slots__ = ()
     name = "multiply"
-    _op = "multiply"
+    _kernel = "multiply_checked"
     _symbol = "*"
 
     def _exact(self, value: int) -> int:
@@ -356,7 +355,8 @@ class Cast(Transform):
 
 # ------------------------------------------------------------------------------------ dates, times
 
-_TRUNC_UNITS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second")
+TRUNC_UNITS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second")
+"""The units ``DateTrunc`` takes (arrow's ``floor_temporal`` units that DuckDB's date_trunc shares)."""
 
 
 def _temporal(source: pa.DataType, what: str) -> None:
@@ -402,8 +402,8 @@ class DateTrunc(Transform):
 
     def __init__(self, unit: str) -> None:
         unit = str(unit).lower()
-        if unit not in _TRUNC_UNITS:
-            raise ValueError(f"date_trunc unit {unit!r} is not one of {', '.join(_TRUNC_UNITS)}")
+        if unit not in TRUNC_UNITS:
+            raise ValueError(f"date_trunc unit {unit!r} is not one of {', '.join(TRUNC_UNITS)}")
         self._set(unit=unit)
 
     def params(self) -> dict[str, Any]:

@@ -36,6 +36,7 @@ import pyarrow as pa
 from adapters import walker
 from adapters.translation import Translation
 from hudi_expr import (
+    AmbiguousColumnError,
     BindError,
     EqualTo,
     Expression,
@@ -49,7 +50,7 @@ from hudi_expr import (
 )
 from hudi_expr.binding import resolve as bind_resolve
 from hudi_expr.expressions import Applied, LiteralPredicate
-from hudi_expr.transforms import Add, Cast, DateTrunc, Multiply, Prefix, Transform, Year
+from hudi_expr.transforms import TRUNC_UNITS, Add, Cast, DateTrunc, Multiply, Prefix, Transform, Year
 from hudi_expr.types import is_binary_like, is_string_like
 
 __all__ = [
@@ -123,9 +124,9 @@ def _strip_aliases(aliases: set[str], schema: pa.Schema | None = None) -> Callab
             return path
         try:
             return bind_resolve(schema, path, case_sensitive=False).name
-        except BindError as exc:
-            if "ambiguous" in str(exc):
-                raise  # two columns match but for case: the user must say which
+        except AmbiguousColumnError:
+            raise  # two columns match but for case: the user must say which
+        except BindError:
             return path  # not a column of the table: binding says so, as without a schema
 
     return resolve
@@ -461,10 +462,7 @@ def _boolean_cast_child(node: Node) -> Node | None:
 # operand that holds the column, and how to build the transform from the node's constant operands.
 
 _YEAR_PARTS = frozenset(("year", "years", "y", "yr", "yrs"))
-_TRUNC_UNITS = {
-    **{u: u for u in ("year", "quarter", "month", "week", "day", "hour", "minute", "second")},
-    **{u + "s": u for u in ("year", "quarter", "month", "week", "day", "hour", "minute", "second")},
-}
+_TRUNC_UNITS = {**{u: u for u in TRUNC_UNITS}, **{u + "s": u for u in TRUNC_UNITS}}  # DuckDB takes plurals
 
 
 def _applied(node: Node) -> tuple[Callable[[Walker], Transform], Node] | None:

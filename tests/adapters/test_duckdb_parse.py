@@ -22,6 +22,7 @@ from adapters.duckdb import (
 from hudi_expr import (
     AlwaysFalse,
     AlwaysTrue,
+    AmbiguousColumnError,
     And,
     BindError,
     EqualTo,
@@ -561,5 +562,5 @@ def test_names_ignore_case_against_a_schema_as_in_duckdb() -> None:
 
 def test_a_name_two_columns_match_but_for_case_is_ambiguous() -> None:
     schema = pa.schema([("a", pa.int32()), ("A", pa.int32())])
-    with pytest.raises(BindError, match=r"ambiguous.*\['a', 'A'\]"):
+    with pytest.raises(AmbiguousColumnError, match=r"ambiguous.*\['a', 'A'\]"):
         parse_predicate("a > 1", schema=schema)
