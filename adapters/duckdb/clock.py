@@ -118,22 +118,15 @@ def _keywords_are_functions(con: duckdb.DuckDBPyConnection, statement: Node, nam
     wanted = [t for t in tables if str(t.get("table_name", "")).lower() not in ctes]
     if not wanted:
         return True
+    # Per table the statement reads: whether it has a column of one of those names (one query).
+    tables_seen = [str(t.get("table_name", "")).lower() for t in wanted]
     rows = con.execute(
-        "SELECT DISTINCT lower(table_name) FROM duckdb_columns() WHERE lower(column_name) IN "
-        f"({', '.join('?' for _ in names)})",
-        sorted(names),
+        "SELECT lower(table_name), bool_or(lower(column_name) IN "
+        f"({', '.join('?' for _ in names)})) FROM duckdb_columns() WHERE lower(table_name) IN "
+        f"({', '.join('?' for _ in tables_seen)}) GROUP BY 1",
+        [*sorted(names), *tables_seen],
     ).fetchall()
-    clashing = {str(r[0]) for r in rows}
-    known = {
-        str(r[0])
-        for r in con.execute(
-            "SELECT DISTINCT lower(table_name) FROM duckdb_columns() WHERE lower(table_name) IN "
-            f"({', '.join('?' for _ in wanted)})",
-            [str(t.get("table_name", "")).lower() for t in wanted],
-        ).fetchall()
-    }
-    for table in wanted:
-        name = str(table.get("table_name", "")).lower()
-        if name in clashing or name not in known:
-            return False  # a column of that name, or a table whose columns cannot be listed
-    return True
+    clashing = {str(name) for name, has in rows if has}
+    known = {str(name) for name, _ in rows}
+    # A column of that name, or a table whose columns cannot be listed: the keyword may be a column.
+    return not any(name in clashing or name not in known for name in tables_seen)

@@ -1133,7 +1133,9 @@ def _names_from_text(statement: Any, refs: Sequence[TableRef], time_calls: bool 
     node = statement
     while node.get("type") == "SET_OPERATION_NODE":
         node = node.get("left") or {}
-    spliced = {id(ref.node) for ref in refs}
+    marked = {id(ref.node) for ref in refs}
+    if time_calls:
+        marked |= {id(call) for call, _ in time_calls_of(node)}
     for item in node.get("select_list") or []:
         if item.get("alias") or (item.get("class") == "STAR"):
             continue
@@ -1143,16 +1145,12 @@ def _names_from_text(statement: Any, refs: Sequence[TableRef], time_calls: bool 
         while stack:
             part = stack.pop()
             if isinstance(part, dict):
-                if id(part) in spliced or (time_calls and _is_time_call(part)):
+                if id(part) in marked:
                     return True
                 stack.extend(part.values())
             elif isinstance(part, list):
                 stack.extend(part)
     return False
-
-
-def _is_time_call(node: dict[str, Any]) -> bool:
-    return any(found is node for found, _ in time_calls_of(node))
 
 
 def _spliced(query: str, refs: Sequence[TableRef], sources: Sequence[str]) -> str:

@@ -361,11 +361,11 @@ def _applied(node: JavaObject) -> tuple[Callable[[], Transform], JavaObject] | N
         return (lambda: Cast(target)), node.child()
     if kind in _ARITHMETIC and str(node.evalMode()) == "ANSI":
         left, right = node.left(), node.right()
-        if _constant(right) is not None:
-            operand, constant = left, _constant(right)
-        elif _constant(left) is not None and kind != "Subtract":
-            operand, constant = right, _constant(left)
-        else:
+        constant = _constant(right)  # each call asks the JVM: once per operand
+        operand = left
+        if constant is None and kind != "Subtract":
+            constant, operand = _constant(left), right
+        if constant is None:
             return None
         sign = _ARITHMETIC[kind]
         if not isinstance(constant, (int, decimal.Decimal)) or isinstance(constant, bool):
