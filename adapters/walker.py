@@ -366,6 +366,12 @@ class NodeAccessors(Protocol[N]):
         """The text ``node`` came from, reported in ``not_used`` when it is not translated."""
         ...
 
+    def compared(self, column: Column, operands: Sequence[N]) -> Column:
+        """``column`` as the engine compares it with the constants among ``operands`` (one leaf's):
+        the engine may widen it to a constant's type first. Raises ``Untranslatable`` when that
+        comparison has no exact form."""
+        ...
+
 
 # ----------------------------------------------------------------------------------------- walk
 
@@ -467,8 +473,9 @@ def _leaf(nodes: NodeAccessors[N], shape: Shape[N], neg: bool, exact: bool) -> E
     if isinstance(shape, DistinctFrom):
         return _distinct(nodes, shape, neg, exact)
     if isinstance(shape, Between):
-        low = _comparison(nodes, Comparison(GreaterThanOrEqual, shape.value, shape.low), neg, exact)
-        high = _comparison(nodes, Comparison(LessThanOrEqual, shape.value, shape.high), neg, exact)
+        operands = (shape.value, shape.low, shape.high)
+        low = _comparison(nodes, Comparison(GreaterThanOrEqual, shape.value, shape.low), neg, exact, operands)
+        high = _comparison(nodes, Comparison(LessThanOrEqual, shape.value, shape.high), neg, exact, operands)
         return Or(low, high) if neg else And(low, high)
     if isinstance(shape, InList):
         return _in(nodes, shape, neg != shape.negated, exact)
@@ -544,8 +551,12 @@ def _sides(nodes: NodeAccessors[N], left: N, right: N) -> tuple[Column, N, bool]
         return nodes.column(right), left, True
 
 
-def _comparison(nodes: NodeAccessors[N], shape: Comparison[N], neg: bool, exact: bool) -> Expression:
+def _comparison(
+    nodes: NodeAccessors[N], shape: Comparison[N], neg: bool, exact: bool, operands: Sequence[N] = ()
+) -> Expression:
+    """``operands``: every operand of the leaf (a BETWEEN's three), which decide the compared type."""
     column, other, swapped = _sides(nodes, shape.left, shape.right)
+    column = nodes.compared(column, operands or (shape.left, shape.right))
     value = nodes.literal(other)
     if value is NULL:
         return _null(exact)
@@ -557,6 +568,7 @@ def _comparison(nodes: NodeAccessors[N], shape: Comparison[N], neg: bool, exact:
 
 def _distinct(nodes: NodeAccessors[N], shape: DistinctFrom[N], neg: bool, exact: bool) -> Expression:
     column, other, _ = _sides(nodes, shape.left, shape.right)
+    column = nodes.compared(column, (shape.left, shape.right))
     value = nodes.literal(other)
     same = shape.distinct == neg  # IS NOT DISTINCT FROM; never NULL, so NOT is the other one
     if value is NULL:
@@ -569,7 +581,7 @@ def _distinct(nodes: NodeAccessors[N], shape: DistinctFrom[N], neg: bool, exact:
 
 
 def _in(nodes: NodeAccessors[N], shape: InList[N], neg: bool, exact: bool) -> Expression:
-    column = nodes.column(shape.value)
+    column = nodes.compared(nodes.column(shape.value), (shape.value, *shape.items))
     values = [nodes.literal(item) for item in shape.items]
     kept = [v for v in values if v is not NULL]
     if exact and len(kept) < len(values):
@@ -578,9 +590,11 @@ def _in(nodes: NodeAccessors[N], shape: InList[N], neg: bool, exact: bool) -> Ex
         return AlwaysFalse()  # x NOT IN (.., NULL) is never TRUE
     if column.float_as_double:
         # A double no float equals is never matched (and NOT IN is TRUE for it): drop it.
-        kept = [float(v) for v in kept if widening.float32_exact(v)]
-        if exact and not kept:
-            raise Untranslatable  # FALSE (NOT IN: TRUE) on every row but the NULL ones
+        kept = [v for v in map(widening.as_double, kept) if widening.float32_exact(v)]
+        if not kept:
+            if exact:
+                raise Untranslatable  # FALSE (NOT IN: TRUE) on every row but the NULL ones
+            return IsNotNull(column.ref) if neg else AlwaysFalse()
     expr = In(column.ref, kept)
     return ~expr if neg else expr
 

@@ -8,6 +8,7 @@ float, made exact as a double, with the exact double: no float equals the double
 
 from __future__ import annotations
 
+import decimal
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,15 @@ from hudi_expr import (
 )
 from hudi_expr.expressions import Applied, LiteralPredicate
 
-__all__ = ["compare_float_as_double", "float32_exact"]
+__all__ = ["as_double", "compare_float_as_double", "float32_exact"]
+
+
+def as_double(value: Any) -> Any:
+    """A number as the engine casts it to DOUBLE for the comparison (an int or a decimal constant
+    of a comparison whose type is DOUBLE); anything else unchanged."""
+    if isinstance(value, (int, decimal.Decimal)) and not isinstance(value, bool):
+        return float(value)
+    return value
 
 
 def float32_exact(value: Any) -> bool:
@@ -41,6 +50,7 @@ def compare_float_as_double(op: type[LiteralPredicate], ref: Reference | Applied
 
     ``op`` is EqualTo, NotEqualTo, LessThan, LessThanOrEqual, GreaterThan or GreaterThanOrEqual.
     """
+    value = as_double(value)
     if not isinstance(value, float) or float32_exact(value):
         return op(ref, value)
     with np.errstate(over="ignore"):

@@ -27,6 +27,7 @@ from hudi_expr.expressions import (
     Reference,
     leaf_classes,
 )
+from hudi_expr.types import decimal_text
 from hudi_expr.visitors import ExpressionVisitor, visit
 
 __all__ = ["format_literal", "quote_column", "to_sql"]
@@ -99,10 +100,10 @@ def format_literal(value: Any) -> str:
             return f"CAST('{special}' AS DOUBLE)"
         # DuckDB reads '1e-05' as a DOUBLE (comparing integers and FLOATs through doubles) but
         # '0.00001' as a DECIMAL cast to the column's type, which is what binding does.
-        text = _positional(decimal.Decimal(repr(value)))
+        text = decimal_text(value)
         return text if text is not None else repr(value)
     if isinstance(value, decimal.Decimal):
-        text = _positional(value)  # exponent notation would be a DOUBLE: inexact
+        text = decimal_text(value)  # exponent notation would be a DOUBLE: inexact
         return text if text is not None else str(value)
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
@@ -116,19 +117,6 @@ def format_literal(value: Any) -> str:
     if isinstance(value, _dt.time):
         return f"TIME '{value.isoformat()}'"
     return repr(value)
-
-
-def _positional(value: decimal.Decimal) -> str | None:
-    """Digits without exponent (a DECIMAL literal), or None past DuckDB's 38 digits."""
-    digits, exponent = value.as_tuple()[1:]
-    if not isinstance(exponent, int) or max(len(digits) + exponent, 0) + max(-exponent, 0) > 40:
-        return None
-    text = format(value, "f")
-    sign, (whole, _, fraction) = text[: text.startswith("-")], text.lstrip("-").partition(".")
-    if len(whole) + len(fraction) <= 38:
-        return text
-    # DuckDB counts the 0 of 0.xxx as a digit: .xxx (38 digits) is a DECIMAL(38, 38) still.
-    return f"{sign}.{fraction}" if whole == "0" and len(fraction) <= 38 else None
 
 
 def _format_scalar(s: pa.Scalar) -> str:

@@ -242,6 +242,12 @@ def _to_float(literal: Any, t: pa.DataType, column: str) -> Coerced:
         if value < Fraction(float(finfo.min)):
             return Coerced("between", floor=_float_scalar(-inf, t), ceil=_float_scalar(-top, t))
         rounded = _nearest(value, dtype)
+        if rounded != value and isinstance(literal, float) and decimal_text(literal) is None:
+            # Its SQL text is a DOUBLE (no DECIMAL holds it), which DuckDB compares with the column
+            # widened, not rounded to the column's precision: 5e-324 lies between 0 and the least
+            # positive float32, and a float32 0 is less than it.
+            low, high = (v if v != 0 else dtype(0.0) for v in sorted((rounded, _step(rounded, value))))
+            return Coerced("between", floor=_float_scalar(low, t), ceil=_float_scalar(high, t))
     else:
         rounded = dtype(value)
     # -0.0 and 0.0 are equal in SQL; one canonical zero keeps equality checks simple.
@@ -266,6 +272,30 @@ def _nearest(value: Fraction, dtype: Any) -> np.floating:
         (c for c in near if np.isfinite(c)),
         key=lambda c: (abs(Fraction(float(c)) - value), int(c.view(odd)) & 1),
     )
+
+
+def _step(near: np.floating, value: Fraction) -> np.floating:
+    """The neighbour of ``near`` on the side of ``value`` (which ``near`` does not equal)."""
+    toward = type(near)(math.inf if Fraction(float(near)) < value else -math.inf)
+    return np.nextafter(near, toward)
+
+
+def decimal_text(value: float | decimal.Decimal) -> str | None:
+    """The number as DuckDB DECIMAL literal text (digits, no exponent); None beyond 38 digits.
+
+    A float is written as its shortest repr. Exponent text would be a DOUBLE: the printer writes
+    that instead, and binding then compares such a float as a DOUBLE (exactly, never rounded).
+    """
+    number = decimal.Decimal(repr(value)) if isinstance(value, float) else value
+    digits, exponent = number.as_tuple()[1:]
+    if not isinstance(exponent, int) or max(len(digits) + exponent, 0) + max(-exponent, 0) > 40:
+        return None
+    text = format(number, "f")
+    sign, (whole, _, fraction) = text[: text.startswith("-")], text.lstrip("-").partition(".")
+    if len(whole) + len(fraction) <= 38:
+        return text
+    # DuckDB counts the 0 of 0.xxx as a digit: .xxx (38 digits) is a DECIMAL(38, 38) still.
+    return f"{sign}.{fraction}" if whole == "0" and len(fraction) <= 38 else None
 
 
 def _float_scalar(value: np.floating, t: pa.DataType) -> pa.Scalar:

@@ -25,9 +25,10 @@ import datetime
 import decimal
 import functools
 import json
+import math
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import duckdb
@@ -89,6 +90,11 @@ def parse_predicate(
     ``t`` is one of them, otherwise a two-part name is the struct field path ``t.a``. With
     ``schema``, names resolve as DuckDB resolves them, ignoring case (``L_SHIPDATE`` is
     ``l_shipdate``); a name two columns match but for case is a ``BindError`` naming both.
+
+    A comparison with a FLOAT or DOUBLE constant (``1e-1``, ``x::DOUBLE``, ``a / b``) is translated
+    only with ``schema`` (or when the constant is NaN or infinite): DuckDB compares in that type,
+    which widens a float column exactly but rounds a BIGINT or DECIMAL column, so the column's
+    type decides the translation. A DECIMAL constant (``0.1``) is cast to the column's type.
     """
     return translate_sql(sql, table_aliases, schema).expr
 
@@ -106,6 +112,8 @@ def translate_sql(
     query = _PREFIX + sql
     where = _parse_where(sql, query)
     nodes = Walker(query.encode(), _strip_aliases({a.lower() for a in aliases}, schema), _PREFIX_BYTES)
+    if schema is not None:
+        nodes.column_type = column_types(schema)
     nodes.evaluate_constants(where)
     return walker.translation(nodes, [where])
 
@@ -132,16 +140,37 @@ def _strip_aliases(aliases: set[str], schema: pa.Schema | None = None) -> Callab
     return resolve
 
 
-def parse_expression(expr: duckdb.Expression, table_aliases: Iterable[str] = ()) -> Expression:
+def _special(value: Any) -> bool:
+    """NaN, +inf or -inf: placed the same against a column of any numeric type."""
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def column_types(schema: pa.Schema) -> Callable[[str], pa.DataType | None]:
+    """The arrow type of a column path of ``schema`` (as ``resolve`` spells it); None if none."""
+
+    def column_type(path: str) -> pa.DataType | None:
+        try:
+            return bind_resolve(schema, path).type
+        except BindError:
+            return None
+
+    return column_type
+
+
+def parse_expression(
+    expr: duckdb.Expression, table_aliases: Iterable[str] = (), schema: pa.Schema | None = None
+) -> Expression:
     """A DuckDB Python expression object (``duckdb.ColumnExpression("a") > 5``) as ``hudi_expr``."""
-    return translate_expression(expr, table_aliases).expr
+    return translate_expression(expr, table_aliases, schema).expr
 
 
-def translate_expression(expr: duckdb.Expression, table_aliases: Iterable[str] = ()) -> Translation:
+def translate_expression(
+    expr: duckdb.Expression, table_aliases: Iterable[str] = (), schema: pa.Schema | None = None
+) -> Translation:
     """Translate a DuckDB Python expression object through its SQL text (``str(expr)``)."""
     if not isinstance(expr, duckdb.Expression):
         raise TypeError(f"expected a duckdb.Expression, got {type(expr).__name__}")
-    return translate_sql(str(expr), table_aliases)
+    return translate_sql(str(expr), table_aliases, schema)
 
 
 # ------------------------------------------------------------------------------------ DuckDB access
@@ -241,6 +270,11 @@ class Walker:
         self.not_used: list[str] = []
         # id(node) -> literal value (``NULL`` for NULL); absent: not a usable constant.
         self.constants: dict[int, Any] = {}
+        # id(node) -> float32 or float64: the constants DuckDB types FLOAT or DOUBLE.
+        self.floating: dict[int, pa.DataType] = {}
+        # A column path's arrow type; None: unknown (no schema), so no constant of a floating type
+        # is compared with it (how DuckDB compares one depends on that type).
+        self.column_type: Callable[[str], pa.DataType | None] = lambda path: None
 
     # -- constants ------------------------------------------------------------------------------
 
@@ -278,12 +312,14 @@ class Walker:
                 try:
                     values.extend(_evaluate([node], self.timezone)[0])
                 except duckdb.Error:
-                    values.append(None)  # e.g. CAST('x' AS DATE): leave the comparison unused
-        for node, value in zip(found, values, strict=True):
+                    values.append((None, None))  # e.g. CAST('x' AS DATE): leave it unused
+        for node, (value, value_type) in zip(found, values, strict=True):
             if isinstance(value, decimal.Decimal) and node.get("literal", {}).get("kind") == "INTEGER":
                 value = int(value)  # an integer literal beyond BIGINT: DuckDB types it DECIMAL(38, 0)
             if value is not None:
                 self.constants[id(node)] = value
+            if value_type is not None and pa.types.is_floating(value_type):
+                self.floating[id(node)] = value_type
         if parse is not None and tree is None:
             tree = serialize(parse)
         return tree
@@ -367,6 +403,31 @@ class Walker:
             return walker.Column(Applied(transform(self), inner))
         except (TypeError, ValueError):
             raise walker.Untranslatable from None  # e.g. a constant that is no number
+
+    def compared(self, column: walker.Column, operands: Sequence[Node]) -> walker.Column:
+        """The column as DuckDB compares it: with a FLOAT or DOUBLE constant among the operands, in
+        that type (the widest), which widens a float column exactly and casts an integer or decimal
+        column (rounding: ``bigint_col = 9007199254740992e0`` holds for 2**53 + 1). Other columns,
+        functions of one and columns of unknown type are not translated."""
+        kinds = [self.floating[id(node)] for node in operands if id(node) in self.floating]
+        if not kinds:
+            return column
+        target = pa.float64() if any(pa.types.is_float64(k) for k in kinds) else pa.float32()
+        ref = column.ref
+        source = self.column_type(ref.name) if isinstance(ref, Reference) else None
+        if source is None and all(
+            _special(self.constants.get(id(node))) for node in operands if id(node) in self.floating
+        ):
+            return column  # NaN and the infinities compare alike in every numeric type
+        if source is None or column.float_as_double:
+            raise walker.Untranslatable
+        if pa.types.is_float64(source) or (pa.types.is_float32(source) and target == source):
+            return column
+        if pa.types.is_float32(source):
+            return walker.Column(ref, float_as_double=True)
+        if pa.types.is_integer(source) or pa.types.is_decimal(source):
+            return walker.Column(Applied(Cast(target), ref))
+        raise walker.Untranslatable
 
     def literal(self, node: Node) -> Any:
         """The value of a constant node, as evaluated by ``evaluate_constants``."""
@@ -719,8 +780,9 @@ def is_utc(timezone: str) -> bool:
 
 def _evaluate(
     nodes: list[dict[str, Any]], timezone: str = "UTC", parse: str | None = None
-) -> tuple[list[Any], dict[str, Any] | None]:
-    """Evaluate constant nodes in one ``SELECT``; each value as a literal (``walker.NULL`` for NULL).
+) -> tuple[list[tuple[Any, pa.DataType]], dict[str, Any] | None]:
+    """Evaluate constant nodes in one ``SELECT``; each value as a literal (``walker.NULL`` for NULL)
+    with its DuckDB type in arrow's terms.
 
     With ``parse``, the syntax tree of that SQL text comes back from the same query (a round trip
     to DuckDB costs more than either).
@@ -763,7 +825,7 @@ def _evaluate(
         # (DuckDB 2.0), so outside UTC the statement goes back to SQL text and runs as such.
         text = _run("SELECT json_deserialize_sql(?)", [json.dumps(statement)]).column(0)[0].as_py()
         table = _run(text, [], timezone)
-    return [_to_literal(column[0]) for column in table.columns], tree
+    return [(_to_literal(column[0]), column.type) for column in table.columns], tree
 
 
 def _to_literal(scalar: pa.Scalar) -> Any:

@@ -83,7 +83,7 @@ from adapters.duckdb.dynamic import (
     Target,
     derive,
 )
-from adapters.duckdb.parse import Walker, is_utc
+from adapters.duckdb.parse import Walker, column_types, is_utc
 from adapters.duckdb.rows import ROW_COLUMN, Reads, RowRead, first_row, plan_reads
 from adapters.duckdb.scope import TableRef, column_refs, find_references, same_ignoring_locations, walk_dicts
 from adapters.duckdb.view import LiveRead, live_read
@@ -409,11 +409,11 @@ def _plan(
     planner = _Planner(query, session.timezone)
     placeholders = [f"__hudi_ref_{k}" for k in range(len(refs))]
     # The literals of every conjunct, and the check of the splice (the query with placeholders
-    # where the references were, parsed back), in one round trip to DuckDB.
-    checked = planner.walker.evaluate_constants(
-        [p.node for ref in refs for p in ref.pushable], parse=_spliced(query, refs, placeholders)
-    )
-    if not _same_but_renamed(checked, statement, refs, placeholders):
+    # where the references were, parsed back), in one round trip to DuckDB. A reference written
+    # as nothing but its name and aliases needs no check.
+    check = None if _plainly_written(query, refs) else _spliced(query, refs, placeholders)
+    checked = planner.walker.evaluate_constants([p.node for ref in refs for p in ref.pushable], parse=check)
+    if check is not None and not _same_but_renamed(checked, statement, refs, placeholders):
         note = "run as written, without pruning: the rewritten text did not parse back to the same query"
         return QueryPlan(shown, shown, (), note, params, con)
     read = [registrations[str(ref.registered).lower()] for ref in refs]
@@ -673,6 +673,7 @@ class _Planner:
             schema: pa.Schema | None = registration.table.snapshot().schema
         except IndexCorruptError:
             schema = None  # prune below keeps every file and says why
+        self.walker.column_type = (lambda path: None) if schema is None else column_types(schema)
         used: list[str] = []
         bound: list[Expression] = []
         text = self.walker.source_text
@@ -1170,6 +1171,48 @@ def _spliced(query: str, refs: Sequence[TableRef], sources: Sequence[str]) -> st
     return b"".join(reversed(pieces)).decode()
 
 
+_NAME = r'(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")'
+_WRITTEN_REFERENCE = re.compile(
+    rf"(?P<names>{_NAME}(?:\s*\.\s*{_NAME}){{0,2}})"
+    rf"(?:\s+(?:AS\s+)?(?P<alias>{_NAME})(?:\s*\((?P<columns>\s*{_NAME}(?:\s*,\s*{_NAME})*)\s*\))?)?",
+    re.IGNORECASE,
+)
+_NAME_TOKEN = re.compile(_NAME)
+
+
+def _plainly_written(query: str, refs: Sequence[TableRef]) -> bool:
+    """Whether the text of each reference is exactly ``[catalog.][schema.]name [[AS] alias
+    [(columns)]]`` naming what its node names, so that splicing another source in its place
+    changes nothing else in the query (otherwise the spliced text is parsed back and compared)."""
+    text = query.encode()
+    for ref in refs:
+        start, length = ref.span
+        try:
+            written = text[start : start + length].decode()
+        except UnicodeDecodeError:
+            return False
+        match = _WRITTEN_REFERENCE.fullmatch(written)
+        if match is None:
+            return False
+        node = ref.node
+        named = [str(node.get(k) or "") for k in ("catalog_name", "schema_name", "table_name")]
+        if _names(match["names"]) != [n for n in named if n]:
+            return False
+        alias = str(node.get("alias") or "")
+        if (match["alias"] is None) != (not alias) or (alias and _names(match["alias"]) != [alias]):
+            return False
+        columns = [str(c) for c in node.get("column_name_alias") or []]
+        if _names(match["columns"] or "") != columns:
+            return False
+    return True
+
+
+def _names(text: str) -> list[str]:
+    """The identifiers of a dotted or comma-separated list, as DuckDB's syntax tree spells them:
+    quoted ones unquoted, unquoted ones as written (DuckDB keeps their case)."""
+    return [t[1:-1].replace('""', '"') if t.startswith('"') else t for t in _NAME_TOKEN.findall(text)]
+
+
 def _alias_of(node: dict[str, Any]) -> str:
     return str(node.get("alias") or node.get("table_name"))
 
@@ -1188,14 +1231,15 @@ def _live_registrations(con: duckdb.DuckDBPyConnection, views: dict[str, int]) -
     return dict(registrations)
 
 
-_MAIN = "NOT temporary AND database_name = current_database() AND schema_name = 'main'"
-_SESSION = (
-    "SELECT current_setting('TimeZone'), current_database(), current_schema(), "
-    f"list(view_name) FILTER ({_MAIN}), list(view_oid) FILTER ({_MAIN}), "
-    "list(view_name) FILTER (temporary), "
-    "(SELECT list(table_name) FROM duckdb_tables() WHERE temporary), "
-    "json_serialize_sql({query}) FROM duckdb_views() WHERE NOT internal"
+# Small queries cost DuckDB less than one that joins their answers (a UNION ALL, lists, filters on
+# catalog functions): the settings with the query's syntax tree, the views, the temporary tables.
+_SETTINGS = (
+    "SELECT current_setting('TimeZone'), current_database(), current_schema(), json_serialize_sql($query)"
 )
+_VIEWS = (
+    "SELECT view_name, view_oid, temporary, database_name, schema_name FROM duckdb_views() WHERE NOT internal"
+)
+_TEMPORARY_TABLES = "SELECT table_name FROM duckdb_tables() WHERE temporary"
 
 
 @dataclass(frozen=True)
@@ -1211,16 +1255,15 @@ class _Session:
 
 
 def _session(con: duckdb.DuckDBPyConnection, query: str = "") -> _Session:
-    [row] = con.execute(_SESSION.replace("{query}", _string(query))).fetchall()
-    timezone, database, schema, names, oids, temp_views, temp_tables, tree = row
-    return _Session(
-        str(timezone),
-        str(database),
-        str(schema),
-        {str(n).lower(): int(oid) for n, oid in zip(names or [], oids or [], strict=True)},
-        frozenset(str(n).lower() for n in [*(temp_views or []), *(temp_tables or [])]),
-        json.loads(tree),
-    )
+    [(timezone, database, schema, tree)] = con.execute(_SETTINGS, {"query": query}).fetchall()
+    views: dict[str, int] = {}
+    temporary = {str(name).lower() for (name,) in con.execute(_TEMPORARY_TABLES).fetchall()}
+    for name, oid, is_temporary, view_database, view_schema in con.execute(_VIEWS).fetchall():
+        if is_temporary:
+            temporary.add(str(name).lower())
+        elif view_database == database and view_schema == "main":
+            views[str(name).lower()] = int(oid)
+    return _Session(str(timezone), str(database), str(schema), views, frozenset(temporary), json.loads(tree))
 
 
 def _view_oids(con: duckdb.DuckDBPyConnection) -> dict[str, int]:

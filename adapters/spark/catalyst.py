@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -303,6 +303,10 @@ class _Nodes:
                 raise walker.Untranslatable
             return walker.Column(Reference(f"{parent.ref.name}.{node.extractFieldName()}"))
         raise walker.Untranslatable
+
+    def compared(self, column: walker.Column, operands: Sequence[JavaObject]) -> walker.Column:
+        """The column unchanged: Catalyst's analyzed plan spells out every widening as a ``Cast``."""
+        return column
 
     def literal(self, node: JavaObject) -> Any:
         """The Python value of a Catalyst constant (``walker.NULL`` for NULL)."""

@@ -27,11 +27,13 @@ from hudi_expr import (
     BindError,
     EqualTo,
     Expression,
+    FileStats,
     GreaterThan,
     IsNaN,
     IsNotNaN,
     IsNotNull,
     IsNull,
+    LessThan,
     Or,
     Reference,
     col,
@@ -41,9 +43,10 @@ from hudi_expr import (
     is_not_unknown,
     is_true,
     is_unknown,
+    might_match,
 )
 from hudi_expr.expressions import Applied
-from hudi_expr.transforms import Year
+from hudi_expr.transforms import Cast, Year
 
 UTC = dt.UTC
 
@@ -108,9 +111,6 @@ UTC = dt.UTC
         ("a = 1.50", col("a") == Decimal("1.50")),
         ("a = -1.5", col("a") == Decimal("-1.5")),
         ("a = CAST(1.55 AS DECIMAL(3, 1))", col("a") == Decimal("1.6")),
-        ("a = 1e3", col("a") == 1000.0),
-        ("a = CAST(2 AS DOUBLE)", col("a") == 2.0),
-        ("a = CAST('1.1' AS FLOAT)", col("a") == float(pa.scalar(1.1, pa.float32()).as_py())),
         ("f = 'NaN'::DOUBLE", col("f") == math.nan),
         ("f < CAST('Infinity' AS DOUBLE)", col("f") < math.inf),
         ("f > CAST('-Infinity' AS DOUBLE)", col("f") > -math.inf),
@@ -315,7 +315,8 @@ def test_duckdb_expression_objects() -> None:
     assert parse_expression(expr) == ((col("a") > 5) & col("s").notin(["x", "y"])) | col("b").is_null()
     assert parse_expression(k(2) < c("a")) == (col("a") > 2)
     assert parse_expression(c("d") == k(dt.date(2024, 1, 2))) == (col("d") == dt.date(2024, 1, 2))
-    assert parse_expression(c("x") == k(1.5)) == (col("x") == 1.5)
+    assert parse_expression(c("x") == k(1.5)) == AlwaysTrue()  # a DOUBLE: the column type decides
+    assert parse_expression(c("x") == k(1.5), schema=pa.schema([("x", pa.float64())])) == (col("x") == 1.5)
     assert translate_expression(duckdb.FunctionExpression("abs", c("a")) > k(1)).expr == AlwaysTrue()
     with pytest.raises(TypeError):
         parse_expression("a > 1")  # type: ignore[arg-type]
@@ -540,7 +541,7 @@ def test_literals_read_without_duckdb_are_what_duckdb_reads(literal: str) -> Non
     fast = _plain_constant(node)
     assert (fast is not None) == (literal in FAST_LITERALS)
     if fast is not None:
-        slow = _evaluate([node])[0][0]
+        slow = _evaluate([node])[0][0][0]
         assert fast == slow and type(fast) is type(slow) and str(fast) == str(slow)
 
 
@@ -564,3 +565,121 @@ def test_a_name_two_columns_match_but_for_case_is_ambiguous() -> None:
     schema = pa.schema([("a", pa.int32()), ("A", pa.int32())])
     with pytest.raises(AmbiguousColumnError, match=r"ambiguous.*\['a', 'A'\]"):
         parse_predicate("a > 1", schema=schema)
+
+
+# ------------------------------------------- FLOAT and DOUBLE constants: DuckDB compares in their type
+
+_TYPED = pa.schema(
+    [
+        ("x", pa.float64()),
+        ("g", pa.float32()),
+        ("j", pa.int64()),
+        ("dd", pa.decimal128(20, 18)),
+        ("s", pa.string()),
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("x = 1e3", col("x") == 1000.0),
+        ("x = CAST(2 AS DOUBLE)", col("x") == 2.0),
+        ("g = CAST('1.1' AS FLOAT)", col("g") == float(pa.scalar(1.1, pa.float32()).as_py())),
+        # A float column is widened exactly: no float is the double 0.1.
+        ("g = 1e-1", AlwaysFalse()),
+        ("g <> 1e-1", col("g").is_not_null()),
+        ("g < 5e-324", col("g") <= 0.0),
+        ("g = 0.1", col("g") == Decimal("0.1")),  # a DECIMAL is cast to FLOAT: rounded
+        # An integer or decimal column is cast to the constant's type, rounding on the way.
+        ("j = 9007199254740992e0", EqualTo(Applied(Cast(pa.float64()), col("j")), 9007199254740992.0)),
+        ("dd < 1e-1", LessThan(Applied(Cast(pa.float64()), col("dd")), 0.1)),
+        ("j = CAST(1 AS FLOAT)", EqualTo(Applied(Cast(pa.float32()), col("j")), 1.0)),
+        # IN and BETWEEN compare in the widest type of all their operands.
+        ("g IN (1e-1, 0.1, 2)", col("g").isin([2.0])),
+        (
+            "g BETWEEN 1e-1 AND 16777217",
+            (col("g") >= float(pa.scalar(0.1, pa.float32()).as_py())) & (col("g") <= 16777216.0),
+        ),
+    ],
+)
+def test_floating_constants_compare_in_their_type(sql: str, expected: Expression) -> None:
+    translation = translate_sql(sql, schema=_TYPED)
+    assert translation.expr == expected, (sql, translation.expr, expected)
+    assert translation.not_used == ()
+
+
+@pytest.mark.parametrize(
+    "sql", ["x = 1e3", "g <> 1e-1", "j = 2e0", "x IN (1, 2e0)", "x BETWEEN 1 AND 2e0", "s = 1e0"]
+)
+def test_floating_constants_need_the_column_type(sql: str) -> None:
+    # Without a schema (or for a string column) how DuckDB compares is unknown: not used.
+    schema = _TYPED if sql.startswith("s ") else None
+    translation = translate_sql(sql, schema=schema)
+    assert translation.expr == AlwaysTrue() and translation.not_used == (sql,)
+
+
+def _typed_table() -> pa.Table:
+    tiny = float(pa.scalar(1.4e-45, pa.float32()).as_py())
+    g = [0.0, -0.0, 0.1, tiny, -tiny, 16777216.0, 16777218.0, 3.4028234663852886e38, math.inf, -math.inf]
+    j = [2**53, 2**53 + 1, 2**53 + 2, -(2**53) - 1, 0, 1, 2**63 - 1, -(2**63), 16777217, 3]
+    dd = ["0.100000000000000001", "0.1", "0.099999999999999999", "0", "-0.1", "1", "0.5", "0.25", "2", "-1"]
+    n = len(g) + 2
+    return pa.table(
+        {
+            "i": pa.array(range(n), pa.int64()),
+            "g": pa.array([*g, math.nan, None], pa.float32()),
+            "j": pa.array([*j, None, 7], pa.int64()),
+            "dd": pa.array([*(Decimal(v) for v in dd), None, Decimal("3")], pa.decimal128(20, 18)),
+        }
+    )
+
+
+_TYPED_CONSTANTS = [
+    "1e-1", "0.1", "CAST(0.1 AS FLOAT)", "5e-324", "-5e-324", "16777217", "16777217e0", "1e38",
+    "9007199254740992e0", "9007199254740993", "9.223372036854776e18", "1/3", "'NaN'::DOUBLE",
+    "'-Infinity'::DOUBLE", "0.5e0", "2",
+]  # fmt: skip
+
+
+def test_floating_constants_against_duckdb() -> None:
+    """Every comparison of g (float), j (bigint) and dd (decimal) with integer, DECIMAL, FLOAT and
+    DOUBLE constants keeps each row DuckDB selects, by the row filter and by one-row files' stats."""
+    table = _typed_table()
+    con = duckdb.connect()
+    con.register("tbl", table)
+    records = []
+    for row in table.to_pylist():
+        stats = {}
+        for name in ("g", "j", "dd"):
+            v = row[name]
+            nan = isinstance(v, float) and math.isnan(v)
+            present = v is not None and not nan
+            stats[name] = {
+                "min": v if present else None,
+                "max": v if present else None,
+                "null_count": int(v is None),
+                **({"nan_count": int(nan)} if name == "g" else {}),
+            }
+        records.append({"file": f"f{row['i']}", "row_count": 1, "stats": stats})
+    file_stats = FileStats.from_pylist(records, table.schema)
+    rng = random.Random(11)
+    sqls = [f"{c} {op} {k}" for c in ("g", "j", "dd") for op in _OPS for k in _TYPED_CONSTANTS]
+    for _ in range(150):
+        c, items = rng.choice(["g", "j", "dd"]), rng.sample(_TYPED_CONSTANTS, rng.randint(1, 3))
+        sqls.append(f"{c} {rng.choice(['', 'NOT '])}IN ({', '.join(items)})")
+        low, high = rng.sample(_TYPED_CONSTANTS, 2)
+        sqls.append(f"{c} {rng.choice(['', 'NOT '])}BETWEEN {low} AND {high}")
+    used = 0
+    for sql in sqls:
+        for text in (sql, f"NOT ({sql})"):
+            expected = {r[0] for r in con.execute(f"SELECT i FROM tbl WHERE {text}").fetchall()}
+            translation = translate_sql(text, schema=table.schema)
+            got = set(table.filter(translation.expr.to_pyarrow(table.schema)).column("i").to_pylist())
+            assert expected <= got, (text, str(translation.expr), sorted(expected - got))
+            kept = might_match(translation.expr, file_stats).to_pylist()
+            assert all(kept[i] for i in expected), (text, str(translation.expr))
+            if not translation.not_used:
+                used += 1
+                assert got == expected, (text, str(translation.expr), sorted(got - expected))
+    assert used > len(sqls)  # most are translated, negations too

@@ -479,6 +479,34 @@ def test_the_splice_check_compares_trees_but_for_source_positions() -> None:
     assert not _same_ignoring_locations(deep, other)
 
 
+@pytest.mark.parametrize(
+    ("text", "plain"),
+    [
+        ("t", True),
+        ("main.t AS a", True),
+        ('memory.main."t" a(x, "y""z")', True),
+        ("T", True),  # DuckDB's tree keeps the case as written: compared as written
+        ("t /* a comment */ AS a", False),  # parsed back instead
+        ("t AS a(x) ", False),
+    ],
+)
+def test_a_reference_written_as_its_names_needs_no_parse_back(text: str, plain: bool) -> None:
+    from adapters.duckdb.parse import serialize
+    from adapters.duckdb.query import _plainly_written
+    from adapters.duckdb.scope import TableRef
+
+    query = f"SELECT * FROM {text} WHERE 1 = 1"
+    node = serialize(query)["statements"][0]["node"]["from_table"]
+    start, length = node["query_location"], node["query_location_length"]
+    ref = TableRef(node, str(node.get("alias") or node["table_name"]), None, None)
+    if text.endswith(" "):  # a span that takes in more than the names (as if DuckDB had said so)
+        node["query_location_length"] = length + 1
+    assert _plainly_written(query, [ref]) == plain, (query, query.encode()[start : start + length])
+    # A name other than the node's is never taken as plain.
+    node["table_name"] = "other"
+    assert not _plainly_written(query, [ref])
+
+
 # ------------------------------------------------------------------ every conjunct, with its reason
 
 

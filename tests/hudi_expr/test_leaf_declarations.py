@@ -297,7 +297,7 @@ _TRIES = 10
 
 def _parses_back(leaf: Predicate, case: Case) -> None:
     """str(leaf) read by the DuckDB adapter is the leaf, or binds to the same (1.5 reads as DECIMAL)."""
-    parsed = parse_predicate(str(leaf))
+    parsed = parse_predicate(str(leaf), schema=case.schema)
     if parsed == leaf:
         return
     if isinstance(leaf, LiteralPredicate) and "starts_with(hex(" in str(leaf):
