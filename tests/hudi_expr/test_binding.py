@@ -236,6 +236,34 @@ def test_float32_literal_is_the_float32_value() -> None:
     assert lit.as_py() == float(np.float32(0.1)) != 0.1
 
 
+@pytest.mark.parametrize("literal", [5e-324, -5e-324, 1e-40, 1e38, -1e38, 3e-39, 1e39])
+def test_a_float_printed_as_a_double_binds_as_duckdb_compares_that_double(literal: float) -> None:
+    """A float that no DECIMAL holds prints as a DOUBLE (``5e-324``), which DuckDB compares with a
+    float column widened exactly, never rounded to a float: binding does the same (found by CI:
+    ``f < 5e-324`` bound to ``f < 0`` pruned a file of zeros)."""
+    import duckdb
+
+    tiny = float(np.float32(1.4e-45))
+    values = [
+        0.0,
+        -0.0,
+        tiny,
+        -tiny,
+        float(np.float32(1e-40)),
+        float(np.float32(1e38)),
+        -float(np.float32(1e38)),
+    ]
+    values += [float(np.float32(3e-39)), float(np.finfo(np.float32).max), math.inf, -math.inf, math.nan]
+    table = pa.table({"f32": pa.array(values, pa.float32()), "i": pa.array(range(len(values)))})
+    con = duckdb.connect()
+    con.register("t", table)
+    for make in (EqualTo, NotEqualTo, LessThan, LessThanOrEqual, GreaterThan, GreaterThanOrEqual):
+        expr = make(col("f32"), literal)
+        expected = {r[0] for r in con.execute(f"SELECT i FROM t WHERE {expr}").fetchall()}
+        got = set(table.filter(expr.to_pyarrow(table.schema)).column("i").to_pylist())
+        assert got == expected, (str(expr), str(expr.bind(table.schema)))
+
+
 def test_negative_zero_literal_is_zero() -> None:
     for column in ("f32", "f64"):
         lit = bind(col(column) == -0.0).literal
