@@ -1,6 +1,7 @@
-"""DuckDB adapter: SQL predicates and DuckDB expressions as ``hudi_expr``, pruned SQL queries (reading
-only the rows a secondary index selects, answering counts and EXISTS from it, and running index
-statements: ``sql``), and macros for the ``hudi_expr`` functions DuckDB lacks (``register_macros``)."""
+"""DuckDB adapter: SQL predicates and DuckDB expressions as ``hudi_expr``; pruned SQL queries
+(``sql`` for a relation, ``execute`` as ``con.execute``) that read only the rows a secondary index
+selects, answer counts and EXISTS from it, and run index statements; and macros for the
+``hudi_expr`` functions DuckDB lacks (``register_macros``)."""
 
 from adapters.duckdb.macros import register_macros
 from adapters.duckdb.parse import (
@@ -16,6 +17,7 @@ from adapters.duckdb.query import (
     IndexUnusedWarning,
     QueryPlan,
     TablePlan,
+    execute,
     plan,
     register,
     registered,
@@ -30,6 +32,7 @@ __all__ = [
     "SqlParseError",
     "TablePlan",
     "Translation",
+    "execute",
     "parse_expression",
     "parse_predicate",
     "plan",

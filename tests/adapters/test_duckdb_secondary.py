@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.duckdb import QueryPlan, TablePlan, plan, register, register_macros, sql
+from adapters.duckdb import QueryPlan, TablePlan, execute, plan, register, register_macros, sql
 from adapters.duckdb.rows import BLOCK, GROUP_ROWS, MAX_POSITIONS, ROW_COLUMN, RowRead, plan_reads
 from adapters.statements import StatementError
 from index_store import IndexedTable, RowSelection, open_table
@@ -623,6 +623,11 @@ def test_statements(plain_dir: Path, tmp_path: Path) -> None:
     p = plan(con, "DROP INDEX by_x ON t")
     assert p.statement is not None and "index statement" in str(p)
     assert "by_x" in {row[0] for row in sql(con, "SHOW INDEXES ON t").fetchall()}  # planning ran nothing
+    # execute: the answer comes from a cursor, and no name is left on the user's connection.
+    assert "by_x" in {row[0] for row in execute(con, "SHOW INDEXES ON t").fetchall()}
+    assert con.execute(
+        "SELECT count(*) FROM duckdb_views() WHERE view_name = 'index_statement'"
+    ).fetchall() == [(0,)]
     assert sql(con, "DROP INDEX by_x ON t").columns == ["name", "version"]
     assert "by_x" not in {row[0] for row in sql(con, "SHOW INDEXES ON t").fetchall()}
     with pytest.raises(ValueError, match=r"no table is registered as 'nope'.*registered: t"):
