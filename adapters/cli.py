@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from adapters.cli_index import add_index_commands
 from adapters.cli_keys import CHECK_SHOWN, cmd_check, cmd_tag, has_keys, key_lines, key_summary, key_text
+from adapters.cli_layout import add_layout_commands
 from adapters.cli_support import add_table_arguments, files_text, open_from_args, print_json, require_built
 from hudi_expr import AlwaysTrue, HudiExprError, Reference, Translation, from_json
 from hudi_expr.bloom import BloomFilterFormatError
@@ -51,6 +52,8 @@ examples:
   hudi-index index create warehouse/orders --columns city --type term
   hudi-index index build warehouse/orders          # after each change of the table
   hudi-index sql "SHOW INDEXES ON 'warehouse/orders'"
+  hudi-index layout warehouse/orders --columns ship_date,city --plot layout.png
+  hudi-index cluster warehouse/orders --by ship_date,city --strategy hilbert --out warehouse/orders_h
 
 --where takes SQL (parsed by DuckDB) or the JSON form of an expression; --where @FILE reads it
 from a file and --where - from standard input, for predicates too long for a command line.
@@ -644,6 +647,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_cmd_clean)
 
     add_index_commands(sub)
+    add_layout_commands(sub)
     return parser
 
 

@@ -345,6 +345,23 @@ class IndexedTable(SecondaryIndexes):
         loaded.stats_made[(tuple(names), with_blooms)] = stats
         return stats
 
+    def layout(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """How well the files are clustered for each column, from the index alone (one row per
+        column; ``index_store.layout.layout_report``): overlap depth, the share of files a point
+        predicate and a 1% range keep, exact and missing bounds."""
+        from index_store.layout import layout_report
+
+        names = None if columns is None else list(columns)
+        return layout_report(self.stats(names, with_blooms=False), names)
+
+    def plot_layout(self, columns: str | Sequence[str], path: str | os.PathLike[str]) -> None:
+        """Draw each file's [min, max] of ``columns`` and the overlap depth into the PNG ``path``
+        (``index_store.plot``; needs matplotlib)."""
+        from index_store.plot import plot_layout
+
+        names = [columns] if isinstance(columns, str) else list(columns)
+        plot_layout(self.stats(names, with_blooms=False), names, path)
+
     def _key_filters(self, loaded: _Loaded) -> KeyFilters:
         """The key bounds and filters of the loaded version's files (read on first use)."""
         if loaded.key_filters is None:
