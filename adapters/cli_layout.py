@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,12 @@ def add_layout_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         "read after `hudi-index cluster`, estimated by re-clustering a sample of the rows.",
     )
     add_table_arguments(p)
-    p.add_argument("--workload", required=True, metavar="FILE", help="SQL queries, separated by ';'")
+    p.add_argument(
+        "--workload",
+        required=True,
+        metavar="FILE",
+        help="SQL queries, separated by ';' (- reads standard input)",
+    )
     p.add_argument("--name", help="the table's name in the queries (default: the folder's name)")
     p.add_argument("--sample-rows", type=int, default=200_000, metavar="N", help="default: %(default)s")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -210,7 +216,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
     from adapters.duckdb.advise import advise
 
     try:
-        text = Path(args.workload).read_text(encoding="utf-8")
+        text = sys.stdin.read() if args.workload == "-" else Path(args.workload).read_text(encoding="utf-8")
     except OSError as exc:
         raise ValueError(f"--workload {args.workload}: cannot read it: {exc.strerror or exc}") from None
     queries = [s.query.strip() for s in duckdb.extract_statements(text) if s.query.strip()]
