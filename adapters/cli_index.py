@@ -12,7 +12,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from adapters.cli_support import add_table_arguments, files_text, open_from_args, print_json, require_built
+from adapters.cli_support import (
+    add_table_arguments,
+    column_list,
+    files_text,
+    open_from_args,
+    print_json,
+    require_built,
+)
 from adapters.statements import (
     SYNTAX,
     CreateIndex,
@@ -201,16 +208,6 @@ def _sql_notes(args: argparse.Namespace, statement: IndexStatement, result: pa.T
 # -------------------------------------------------------------------------------------- parser
 
 
-def _column_list(text: str) -> list[str]:
-    """An argparse type: ``a,b`` -> the indexed columns, in order."""
-    columns = [c.strip() for c in text.split(",")]
-    if not text.strip() or not all(columns):
-        raise argparse.ArgumentTypeError(f"expected COLUMN[,COLUMN...], got {text!r}")
-    if len(set(columns)) != len(columns):
-        raise argparse.ArgumentTypeError(f"a column is named twice in {text!r}")
-    return columns
-
-
 def _progress(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--progress",
@@ -241,7 +238,7 @@ def add_index_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     p.add_argument(
         "--columns",
         required=True,
-        type=_column_list,
+        type=column_list,
         metavar="COLUMN[,COLUMN...]",
         help="the columns to index, comma-separated",
     )

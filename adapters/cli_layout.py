@@ -13,10 +13,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from adapters.cli_support import add_table_arguments, open_from_args, print_json, require_built
+from adapters.cli_support import add_table_arguments, column_list, open_from_args, print_json, require_built
 from adapters.clustering import STRATEGIES
 
 __all__ = ["add_layout_commands"]
+
+MAX_PLOTTED = 6  # panels side by side in one picture
 
 
 def add_layout_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,9 +27,9 @@ def add_layout_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         "layout",
         help="how well the table's files are clustered for each column, from the index alone",
         description="For each column, from the index alone: how many files' [min, max] hold a value "
-        "(overlap depth: mean, p50, p99 over the files' bounds), the expected share of files a point "
-        "predicate and a 1%% range keep, and how many files have exact or missing bounds; for each "
-        "--where, the files it keeps.",
+        "inside a file (overlap depth: mean, p50, p99), the expected share of files a point predicate "
+        "and a 1%% range keep, and how many files have exact or missing bounds; for each --where, the "
+        "files it keeps.",
     )
     add_table_arguments(p)
     p.add_argument("--columns", type=column_list, metavar="COLUMN[,COLUMN...]", help="default: every column")
@@ -82,16 +84,6 @@ def add_layout_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.set_defaults(run=cmd_advise)
 
 
-def column_list(text: str) -> list[str]:
-    """An argparse type: ``a,b`` -> the columns, in order."""
-    columns = [c.strip() for c in text.split(",")]
-    if not text.strip() or not all(columns):
-        raise argparse.ArgumentTypeError(f"expected COLUMN[,COLUMN...], got {text!r}")
-    if len(set(columns)) != len(columns):
-        raise argparse.ArgumentTypeError(f"a column is named twice in {text!r}")
-    return columns
-
-
 # ----------------------------------------------------------------------------------------- layout
 
 
@@ -114,6 +106,8 @@ def cmd_layout(args: argparse.Namespace) -> int:
         )
     if args.plot:
         columns = report.column("column").to_pylist()
+        if len(columns) > MAX_PLOTTED:
+            raise ValueError(f"--plot draws at most {MAX_PLOTTED} columns: give them with --columns")
         table.plot_layout(columns, args.plot)
     if args.json:
         print_json({"columns": report.to_pylist(), "where": kept, "plot": args.plot})

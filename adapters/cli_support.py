@@ -10,6 +10,7 @@ from index_store import IndexedTable, IndexNotBuiltError, open_table
 
 __all__ = [
     "add_table_arguments",
+    "column_list",
     "count_text",
     "files_text",
     "open_from_args",
@@ -43,6 +44,16 @@ def add_table_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="keep the index in DIR, e.g. for a table you cannot write to (default: TABLE/.hoodie/.index)",
     )
+
+
+def column_list(text: str) -> list[str]:
+    """An argparse type: ``a,b`` -> the columns, in order."""
+    columns = [c.strip() for c in text.split(",")]
+    if not text.strip() or not all(columns):
+        raise argparse.ArgumentTypeError(f"expected COLUMN[,COLUMN...], got {text!r}")
+    if len(set(columns)) != len(columns):
+        raise argparse.ArgumentTypeError(f"a column is named twice in {text!r}")
+    return columns
 
 
 def open_from_args(args: argparse.Namespace) -> IndexedTable:

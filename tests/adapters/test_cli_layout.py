@@ -106,6 +106,13 @@ def test_layout_plot_is_a_png_of_the_expected_size(
     assert _png_size(picture) == (1200, 600)  # one 600x600 panel per column, at 100 dpi
     open_table(table).plot_layout("d", tmp_path / "empty.png")  # a column of NULLs only: still drawn
     assert _png_size(tmp_path / "empty.png") == (600, 600)
+    wide = tmp_path / "wide"
+    wide.mkdir()
+    pq.write_table(pa.table({f"c{i}": [i, i + 1] for i in range(7)}), wide / "f.parquet")
+    open_table(wide).build(progress=False)
+    code, _, err = run(capsys, "layout", str(wide), "--plot", str(tmp_path / "wide.png"))
+    assert code == 2 and "--plot draws at most 6 columns: give them with --columns" in err
+    assert not (tmp_path / "wide.png").exists()
 
 
 def test_layout_refuses_an_unknown_column_and_an_unbuilt_index(
