@@ -59,7 +59,7 @@ def add_layout_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         "--engine",
         choices=("duckdb", "spark"),
         default="duckdb",
-        help="duckdb (one machine, the default) or spark (local[2] unless SPARK_MASTER is set)",
+        help="duckdb (one machine, the default) or spark (the active session, else local[2])",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=cmd_cluster)
@@ -174,10 +174,10 @@ def _share(value: float | None) -> str:
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     if args.engine == "spark":
-        from adapters.spark.cluster import cluster
+        from adapters.spark import cluster as engine
     else:
-        from adapters.duckdb.cluster import cluster
-    result = cluster(args.table, args.out, args.by, args.strategy, args.target_file_mb)
+        from adapters.duckdb import cluster as engine  # type: ignore[no-redef]
+    result = engine.cluster(args.table, args.out, args.by, args.strategy, args.target_file_mb)
     if args.json:
         print_json(
             {
