@@ -209,3 +209,19 @@ def test_a_full_disk_mid_way_leaves_no_table(tmp_path: Path) -> None:
     assert "disk full or a file size limit" in done.stderr and "nothing was left" in done.stderr
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if "staging" in p.name]
+
+
+def test_a_hive_partitioned_source_keeps_its_partition_values_as_columns(tmp_path: Path) -> None:
+    source = tmp_path / "hive"
+    for region in ("eu", "us"):
+        folder = source / f"region={region}"
+        folder.mkdir(parents=True)
+        for i in range(3):
+            pq.write_table(pa.table({"k": [i * 10 + j for j in range(10)]}), folder / f"f{i}.parquet")
+    result = cluster(source, tmp_path / "out", ["region", "k"], "zorder", target_file_mb=0.001)
+    con = duckdb.connect()
+    before = f"(SELECT region, k FROM read_parquet('{source}/*/*.parquet', hive_partitioning = true))"
+    after = f"(SELECT region, k FROM read_parquet('{result.out}/*.parquet'))"
+    for left, right in ((before, after), (after, before)):
+        assert con.sql(f"SELECT count(*) FROM ({left} EXCEPT ALL {right})").fetchall() == [(0,)]
+    assert result.rows == 60 and [r["column"] for r in result.after.to_pylist()] == ["region", "k"]
