@@ -24,7 +24,14 @@ import pyarrow.compute as pc
 from adapters.cli_index import add_index_commands
 from adapters.cli_keys import CHECK_SHOWN, cmd_check, cmd_tag, has_keys, key_lines, key_summary, key_text
 from adapters.cli_layout import add_layout_commands
-from adapters.cli_support import add_table_arguments, files_text, open_from_args, print_json, require_built
+from adapters.cli_support import (
+    add_table_arguments,
+    column_list,
+    files_text,
+    open_from_args,
+    print_json,
+    require_built,
+)
 from hudi_expr import AlwaysTrue, HudiExprError, Reference, Translation, from_json
 from hudi_expr.bloom import BloomFilterFormatError
 from hudi_expr.printer import format_literal, quote_column
@@ -196,16 +203,6 @@ def _cmd_build(args: argparse.Namespace) -> int:
         index = "with a record index" if config.record_index else "no record index"
         print(f"record key: {key_text(config)}; {index}")
     return 0
-
-
-def _record_key_list(text: str) -> list[str]:
-    """An argparse type: ``a,b`` -> the record key's columns, in order."""
-    fields = [f.strip() for f in text.split(",")]
-    if not text.strip() or not all(fields):
-        raise argparse.ArgumentTypeError(f"expected COLUMN[,COLUMN...], got {text!r}")
-    if len(set(fields)) != len(fields):
-        raise argparse.ArgumentTypeError(f"a column is named twice in {text!r}")
-    return fields
 
 
 def _set_aside(table: IndexedTable) -> set[Path]:
@@ -524,7 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--record-key",
-        type=_record_key_list,
+        type=column_list,
         metavar="COLUMN[,COLUMN...]",
         help="the record key of a plain parquet table, for tag and check (several columns: Hudi's "
         "complex key, col1:v1,col2:v2); a Hudi table's own is used without it",
