@@ -109,6 +109,8 @@ from index_store import (
     UseRules,
     open_table,
 )
+from index_store import tables as _tables
+from index_store.tables.base import Listing
 
 __all__ = [
     "IndexUnusedWarning",
@@ -254,6 +256,7 @@ class TablePlan:
     selection: RowSelection | None = field(default=None, repr=False, compare=False)
     reads: Reads | None = field(default=None, repr=False, compare=False)  # None: ``result``'s files
     direct: str = ""  # why the registered view is read as it is (DuckDB alone), "" when rewritten
+    glob: str = ""  # a direct read's glob that reads the view's files without its hidden-file filter
 
     @property
     def index_used(self) -> bool:
@@ -271,6 +274,8 @@ class TablePlan:
             lines.append(f"  note: {self.note}")
         if self.direct:
             lines.append(f"  note: run by DuckDB directly: {self.direct}")
+        if self.glob:
+            lines.append(f"  note: read as {self.glob} (every data file, no hidden one, at one depth)")
         lines += [f"  {text}" for text in (self.index, self.rows, self.answer) if text]
         return "\n".join(lines)
 
@@ -455,7 +460,7 @@ def _plan(
         _direct((p.exists() if id(ref) in existence else None) or p.read(), r, p)
         for ref, r, p in zip(refs, read, pruned, strict=True)
     )
-    spliced = [(ref, r, t) for ref, r, t in zip(refs, read, tables, strict=True) if not t.direct]
+    spliced = [(ref, r, t) for ref, r, t in zip(refs, read, tables, strict=True) if not t.direct or t.glob]
     if not spliced:
         return QueryPlan(shown, shown, tables, "", params, con)
     rewritten = _spliced(query, [ref for ref, _, _ in spliced], [_source(r, t) for _, r, t in spliced])
@@ -485,7 +490,37 @@ def _direct(table: TablePlan, registration: _Registration, pruned: _Pruned) -> T
             hive and registration.table.prune(And(*hive), on_corrupt="keep_all").kept == result.kept
         ):
             why = "only hive partition filters pruned, and DuckDB prunes hive partitions itself"
-    return dataclasses.replace(table, direct=why) if why else table
+    return dataclasses.replace(table, direct=why, glob=_uniform_glob(registration) or "") if why else table
+
+
+# The last glob worked out per table, with the listing it came from (the same object until the
+# table changes on disk).
+_GLOBS: dict[int, tuple[Listing, str | None]] = {}
+
+
+def _uniform_glob(registration: _Registration) -> str | None:
+    """A glob that reads exactly the files the registered view reads, without its per-row filter
+    on the file name (which costs DuckDB up to a fifth of a scan): there is one when every data
+    file is a ``.parquet`` at the same depth under the root and no folder or file name on the way
+    starts with ``.`` or ``_`` (which the view's filter is for, and ``[!._]*`` leaves out)."""
+    table = registration.table
+    if table.reader.kind != "parquet":
+        return None
+    listing = _tables.listing(table.reader)
+    cached = _GLOBS.get(id(table))
+    if cached is not None and cached[0] is listing:
+        return cached[1]
+    paths = listing.paths
+    glob: str | None = None
+    if len(paths):
+        depth = pc.count_substring(paths, "/")
+        shallow, deep = pc.min_max(depth).values()
+        hidden = pc.any(pc.match_substring_regex(paths, r"(^|/)[._]")).as_py()
+        plain = pc.all(pc.ends_with(paths, ".parquet")).as_py()
+        if shallow == deep and not hidden and plain:
+            glob = table.root.rstrip("/") + "/" + "[!._]*/" * deep.as_py() + "[!._]*.parquet"
+    _GLOBS[id(table)] = (listing, glob)
+    return glob
 
 
 def _derive(
@@ -1082,6 +1117,8 @@ def _source(registration: _Registration, table: TablePlan) -> str:
     """The text of a read of ``table``'s files (or selected rows) with the registered schema, as a
     subquery: one ``read_parquet`` per ``RowRead``, their rows put together by ``UNION ALL``."""
     nulls = "SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {_quote(c)}" for c, t in registration.columns)
+    if table.glob:
+        return f"(SELECT * FROM read_parquet({_string(table.glob)}, {registration.options}))"
     if table.reads is not None:
         reads = table.reads.reads
     elif table.result is not None and table.result.files:

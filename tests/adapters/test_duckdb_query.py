@@ -659,14 +659,16 @@ def test_a_reference_the_index_cannot_narrow_reads_the_view(cons) -> None:
         "SELECT count(*), sum(k) FROM t",
     ):
         p = check(cons, query)
-        assert p.sql == p.query, query
         [table] = p.tables
         assert table.direct == "the index keeps every file"
         assert "note: run by DuckDB directly: the index keeps every file" in str(p)
-    # Only the reference that is pruned is rewritten.
+        # Every file at one depth, none hidden: a glob reads them without the view's file-name filter.
+        assert table.glob.endswith("/[!._]*.parquet") and f"read_parquet('{table.glob}'" in p.sql, query
+    # The pruned reference reads its kept files; the other one every file, by the glob.
     p = check(cons, "SELECT count(*) FROM t, o WHERE t.k < 100 AND o.tag >= 't'")
     assert kept(p, "t") == 1 and kept(p, "o") == 4
-    assert "read_parquet" in p.sql and p.sql.endswith(", o WHERE t.k < 100 AND o.tag >= 't'")
+    [o] = [t for t in p.tables if t.alias == "o"]
+    assert o.direct and o.glob in p.sql and p.sql.endswith(" AS \"o\" WHERE t.k < 100 AND o.tag >= 't'")
 
 
 def test_only_hive_partition_filters_pruned_reads_the_view(tmp_path: Path) -> None:
@@ -685,7 +687,7 @@ def test_only_hive_partition_filters_pruned_reads_the_view(tmp_path: Path) -> No
     for query in ("SELECT * FROM h WHERE p = 1", "SELECT count(*) FROM h WHERE p <= 2 AND k < 3"):
         p = check((con, base), query)
         assert p.tables[0].kept < 3 and p.tables[0].direct == hive, query
-        assert p.sql == p.query
+        assert p.tables[0].glob == f"{root}/[!._]*/[!._]*.parquet" and p.tables[0].glob in p.sql
     # Statistics prune beyond the partitions: the kept files are read.
     p = check((con, base), "SELECT * FROM h WHERE p <= 2 AND j >= 10")
     assert p.tables[0].kept == 1 and not p.tables[0].direct and "read_parquet" in p.sql
@@ -694,6 +696,31 @@ def test_only_hive_partition_filters_pruned_reads_the_view(tmp_path: Path) -> No
         c.execute("CREATE TABLE pk AS SELECT * FROM (VALUES (1, 'a'), (2, 'b'), (3, 'c')) v(p, w)")
     p = check((con, base), "SELECT count(*), sum(j) FROM h JOIN pk ON h.p = pk.p WHERE pk.w = 'b'")
     assert p.tables[0].kept == 1 and not p.tables[0].direct and "read_parquet" in p.sql
+
+
+def test_a_direct_read_keeps_the_view_where_no_glob_reads_just_its_files(tmp_path: Path) -> None:
+    """Files at two depths, or under an ``_k=v`` folder (data, though ``[!._]*`` would skip it): the
+    view itself is read, with its filter; and the glob never reads a hidden file."""
+    uneven, underscored, hidden = tmp_path / "uneven", tmp_path / "underscored", tmp_path / "hidden"
+    (uneven / "sub").mkdir(parents=True)
+    pq.write_table(pa.table({"k": [1, 2]}), uneven / "a.parquet")
+    pq.write_table(pa.table({"k": [3]}), uneven / "sub" / "b.parquet")
+    (underscored / "_p=1").mkdir(parents=True)
+    pq.write_table(pa.table({"k": [1, 2]}), underscored / "_p=1" / "a.parquet")
+    hidden.mkdir()
+    pq.write_table(pa.table({"k": [1, 2]}), hidden / "a.parquet")
+    for folder in (uneven, underscored, hidden):
+        open_table(folder).build(progress=False)
+    # Hidden files after the index was built: never data, for the view or the glob.
+    pq.write_table(pa.table({"k": [99]}), hidden / "_tmp.parquet")
+    pq.write_table(pa.table({"k": [98]}), hidden / ".x.parquet")
+    for folder, globbed in ((uneven, False), (underscored, False), (hidden, True)):
+        con = duckdb.connect()
+        register(con, "t", folder)
+        p = plan(con, "SELECT sum(k) FROM t WHERE k > 0")
+        assert bool(p.tables[0].glob) == globbed and (p.sql == p.query) != globbed, folder
+        expected = {uneven: 6, underscored: 3, hidden: 3}[folder]
+        assert execute(con, "SELECT sum(k) FROM t WHERE k > 0").fetchall() == [(expected,)], folder
 
 
 def test_join_keys_of_every_type_prune_in_any_time_zone(cons) -> None:
