@@ -495,7 +495,7 @@ def _direct(table: TablePlan, registration: _Registration, pruned: _Pruned) -> T
 
 # The last glob worked out per table, with the listing it came from (the same object until the
 # table changes on disk).
-_GLOBS: dict[int, tuple[Listing, str | None]] = {}
+_GLOBS: weakref.WeakKeyDictionary[IndexedTable, tuple[Listing, str | None]] = weakref.WeakKeyDictionary()
 
 
 def _uniform_glob(registration: _Registration) -> str | None:
@@ -507,7 +507,7 @@ def _uniform_glob(registration: _Registration) -> str | None:
     if table.reader.kind != "parquet":
         return None
     listing = _tables.listing(table.reader)
-    cached = _GLOBS.get(id(table))
+    cached = _GLOBS.get(table)
     if cached is not None and cached[0] is listing:
         return cached[1]
     paths = listing.paths
@@ -519,7 +519,7 @@ def _uniform_glob(registration: _Registration) -> str | None:
         plain = pc.all(pc.ends_with(paths, ".parquet")).as_py()
         if shallow == deep and not hidden and plain:
             glob = table.root.rstrip("/") + "/" + "[!._]*/" * deep.as_py() + "[!._]*.parquet"
-    _GLOBS[id(table)] = (listing, glob)
+    _GLOBS[table] = (listing, glob)
     return glob
 
 
