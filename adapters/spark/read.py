@@ -6,6 +6,12 @@ whole table (the kept files alone could infer other column or partition types) a
 the table root, so hive partition columns stay columns. ``read_plan`` and ``prune_plan`` say which
 files those read and why.
 
+Only live files are ever read: a Hudi table's folders also hold the older versions of every file
+slice and files of failed writes, which ``spark.read.parquet(root)`` would read too. A Hudi table
+takes its schema from its newest base file (non-hive nested folders such as ``yyyy/MM/dd`` leave
+Spark nothing to infer from the root), and files that store a column in an older type are read in
+it and cast, as Hudi's reader does for an evolved column.
+
 Files are pruned by statistics first; then, when the table has secondary indexes and
 ``UseRules`` say they pay, files whose row selection is empty are dropped too (the index proves
 they hold no matching row). Spark reads the remaining files whole and applies the filter itself.
@@ -17,12 +23,15 @@ zone TIMESTAMP against a naive one, ...) is not used for pruning.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pyspark.sql.functions as F
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import (
@@ -86,18 +95,19 @@ def read(
 ) -> DataFrame:
     """Rows of ``table`` where ``where`` (a Column or SQL text) is TRUE, reading only kept files.
 
-    ``rules`` decide when the secondary index pays (default ``UseRules()``). With no kept file the
-    result is an empty DataFrame with the whole table's schema.
+    With no ``where`` every live file is read: for a Hudi table that is the latest file slice of
+    each file group, never the older versions its folders also hold. ``rules`` decide when the
+    secondary index pays (default ``UseRules()``). With no kept file the result is an empty
+    DataFrame with the whole table's schema.
     """
     indexed = _open(table)
-    everything = spark.read.parquet(indexed.root)
+    source = _source(spark, indexed)
     if where is None:
-        return everything
+        live = [os.path.join(indexed.root, f.path) for f in indexed.reader.list_files()]
+        return _read_files(spark, live, source)
     condition = F.expr(where) if isinstance(where, str) else where
-    plan = _plan(
-        indexed, translate_column(spark, condition, everything.schema).expr, everything.schema, rules
-    )
-    return _read_files(spark, indexed.root, plan.files, everything.schema, {}).filter(condition)
+    plan = _plan(indexed, translate_column(spark, condition, source.schema).expr, source.schema, rules)
+    return _read_files(spark, plan.files, source).filter(condition)
 
 
 def read_plan(
@@ -108,7 +118,7 @@ def read_plan(
 ) -> ReadPlan:
     """The files ``read(spark, table, where, rules)`` reads, and why (``explain()``)."""
     indexed = _open(table)
-    schema = spark.read.parquet(indexed.root).schema
+    schema = _source(spark, indexed).schema
     condition = F.expr(where) if isinstance(where, str) else where
     return _plan(indexed, translate_column(spark, condition, schema).expr, schema, rules)
 
@@ -126,20 +136,44 @@ def prune(
     indexed = _open(table)
     scan = file_scan(df)
     if scan is None or not _rebuildable(scan, indexed.root):
+        _warn_every_version(scan, indexed)
         return df
     relation = scan.relation.relation()
     schema = StructType.fromJson(_json(relation.schema()))
     plan = _plan(indexed, translate_plan(df).expr, schema, rules)
-    rebuilt = _read_files(df.sparkSession, indexed.root, plan.files, schema, _options(relation))
+    options = {**_options(relation), "basePath": indexed.root}
+    rebuilt = _read_files(df.sparkSession, plan.files, _Source(schema, options))
+    qualifier = _qualifier(scan)
+    if qualifier is not None:  # a view's columns print as `v`.`id`: name the new scan alike
+        rebuilt = rebuilt.alias(qualifier)
     try:
-        for node in reversed(scan.chain):
-            rebuilt = _apply(rebuilt, node)
+        with _quiet_analysis_errors():
+            for node in reversed(scan.chain):
+                rebuilt = _apply(rebuilt, node)
     except Exception:  # text Spark prints but cannot parse back (a Python UDF, say)
+        _warn_every_version(scan, indexed)
         return df
     new_scan = file_scan(rebuilt)
     if new_scan is None or not _same_chain(scan, new_scan):
         return df
     return rebuilt
+
+
+def _warn_every_version(scan: FileScan | None, table: IndexedTable) -> None:
+    """A read of a Hudi table's root folder that ``prune`` cannot rewrite reads every file version
+    (Spark knows nothing of the timeline): say so rather than return it silently."""
+    if scan is None or table.reader.kind == "parquet":
+        return
+    paths = scan.relation.relation().location().rootPaths()
+    roots = {_local(str(paths.apply(i).toString())) for i in range(paths.size())}
+    if os.path.normpath(table.root) in roots:
+        warnings.warn(
+            f"this DataFrame reads every file under the Hudi table {table.root}, older file versions "
+            "included, and prune() cannot rewrite its plan; read the table with "
+            "adapters.spark.read(spark, table, where=...) to get its snapshot",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def prune_plan(
@@ -199,14 +233,85 @@ def _index_schema(table: IndexedTable) -> pa.Schema:
     return table.snapshot().schema
 
 
-def _read_files(
-    spark: SparkSession, root: str, files: Sequence[str], schema: StructType, options: dict[str, str]
-) -> DataFrame:
-    """A parquet read of ``files`` with the table's schema; empty (same schema) for no file."""
+@dataclass(frozen=True)
+class _Source:
+    """How Spark reads some of a table's files: with the whole table's schema (the files alone
+    could infer other column or partition types) and these reader options. ``older`` holds the
+    files whose stored types differ from the table's (a Hudi column whose type evolved), by path,
+    with the schema to read them in before their columns are cast to the table's types."""
+
+    schema: StructType
+    options: dict[str, str]
+    older: dict[str, StructType] = field(default_factory=dict)
+
+
+def _source(spark: SparkSession, table: IndexedTable) -> _Source:
+    """The schema and options of a read of ``table``'s live files.
+
+    A plain directory is read as Spark reads its root (hive folders become columns). A Hudi table
+    is not: its root holds every file version, and Spark cannot infer a schema over non-hive
+    nested partition folders (``yyyy/MM/dd``). Its schema is that of its newest live base file,
+    as Hudi reads with the latest writer's schema; ``basePath`` is set only for hive-style folders.
+    Files of one commit share a schema, so one footer per commit tells whether older files store
+    a column in another type (Spark's parquet reader would refuse them)."""
+    root = table.root
+    if table.reader.kind == "parquet":
+        return _Source(spark.read.parquet(root).schema, {"basePath": root})
+    options = {"basePath": root} if getattr(table.reader, "hive_style_partitioning", False) else {}
+    live = table.reader.list_files()
+    if not live:
+        from adapters.spark.datasource import table_schema
+
+        return _Source(table_schema(table), options)
+    by_commit: dict[str | None, list[str]] = {}
+    for f in sorted(live, key=lambda f: (f.instant or "", f.path), reverse=True):
+        by_commit.setdefault(f.instant, []).append(os.path.join(root, f.path))
+    footers = {instant: pq.read_schema(paths[0]) for instant, paths in by_commit.items()}
+    newest = next(iter(by_commit))
+    schema = spark.read.options(**options).parquet(by_commit[newest][0]).schema
+    older: dict[str, StructType] = {}
+    spark_schemas: dict[str, StructType] = {}
+    for instant, paths in by_commit.items():
+        if not _types_differ(footers[instant], footers[newest]):
+            continue
+        key = footers[instant].remove_metadata().to_string()
+        if key not in spark_schemas:
+            spark_schemas[key] = spark.read.options(**options).parquet(paths[0]).schema
+        older.update(dict.fromkeys(paths, spark_schemas[key]))
+    return _Source(schema, options, older)
+
+
+def _types_differ(a: pa.Schema, b: pa.Schema) -> bool:
+    """Whether a column both schemas have is stored in different types."""
+    return any(f.name in b.names and not f.type.equals(b.field(f.name).type) for f in a)
+
+
+def _read_files(spark: SparkSession, files: Sequence[str], source: _Source) -> DataFrame:
+    """A parquet read of ``files`` as ``source`` says; empty (same schema) for no file. Files
+    stored in other types are read in theirs, then cast to the table's, as Hudi's reader
+    promotes an evolved column (one native read per distinct stored schema)."""
     if not files:
-        return spark.createDataFrame(spark.sparkContext.emptyRDD(), schema)
-    reader = spark.read.schema(schema).options(**options).option("basePath", root)
-    return reader.parquet(*files)
+        return spark.createDataFrame(spark.sparkContext.emptyRDD(), source.schema)
+    groups: dict[int, tuple[StructType, list[str]]] = {}
+    for path in files:
+        schema = source.older.get(os.path.normpath(path), source.schema)
+        groups.setdefault(id(schema), (schema, []))[1].append(path)
+    frames = []
+    for schema, paths in groups.values():
+        frame = spark.read.schema(schema).options(**source.options).parquet(*paths)
+        if schema is not source.schema:
+            frame = frame.select(
+                *[F.col(_quoted(f.name)).cast(f.dataType).alias(f.name) for f in source.schema]
+            )
+        frames.append(frame)
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame)
+    return result
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _options(relation: JavaObject) -> dict[str, str]:
@@ -250,6 +355,36 @@ def _local(uri: str) -> str:
         if uri.startswith(prefix):
             return os.path.normpath(uri[len(prefix) :])
     return uri
+
+
+def _qualifier(scan: FileScan) -> str | None:
+    """The one-part name the chain's columns are qualified with (a temporary view's), if any."""
+    names = set()
+    for node in scan.chain:
+        for attribute in _seq_of(node.references().toSeq()):
+            parts = [str(p) for p in _seq_of(attribute.qualifier())]
+            names.add(parts[0] if len(parts) == 1 else None)
+    return names.pop() if len(names) == 1 else None
+
+
+def _seq_of(seq: JavaObject) -> list[JavaObject]:
+    return [seq.apply(i) for i in range(seq.size())]
+
+
+@contextlib.contextmanager
+def _quiet_analysis_errors() -> Iterator[None]:
+    """Silence PySpark's logger of analysis errors while a rebuilt plan is tried: a text Spark
+    cannot parse back is expected (``prune`` then keeps the DataFrame), not an error to print
+    with a Java stack trace."""
+    from pyspark.logger import PySparkLogger
+
+    logger = PySparkLogger.getLogger("SQLQueryContextLogger")
+    disabled = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = disabled
 
 
 def _apply(df: DataFrame, node: JavaObject) -> DataFrame:

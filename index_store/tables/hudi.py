@@ -197,6 +197,11 @@ class HudiCowTable:
         return "other"
 
     @property
+    def hive_style_partitioning(self) -> bool:
+        """Whether partition folders are named ``field=value`` (else they hold the value alone)."""
+        return self._flag("hoodie.datasource.write.hive_style_partitioning", False)
+
+    @property
     def partition_fields(self) -> list[str]:
         """The partition columns (``hoodie.table.partition.fields``); empty if not partitioned."""
         return [f.name for f in self._partition_fields()]
@@ -342,7 +347,7 @@ class HudiCowTable:
         a missing value would read as NULL."""
         fields = self._partition_fields()
         segments = partition.split("/") if partition else []
-        hive_style = self._flag("hoodie.datasource.write.hive_style_partitioning", False)
+        hive_style = self.hive_style_partitioning
         encoded = self._flag("hoodie.datasource.write.partitionpath.urlencode", False)
         values: dict[str, Any] = {}
         if fields and len(segments) == len(fields):

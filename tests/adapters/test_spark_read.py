@@ -239,3 +239,18 @@ def test_a_wrong_negation_rule_is_caught(
     monkeypatch.setitem(catalyst._COMPARISONS, "GreaterThanOrEqual", (GreaterThan, LessThan))
     with pytest.raises(AssertionError, match="id >= 23"):
         _check(spark, flat, ["id >= 23"])
+
+
+def test_prune_of_a_temporary_view_query_prunes_without_logging_an_error(
+    spark: SparkSession, flat: IndexedTable, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Spark prints a view's columns qualified (`v`.`id`): the rebuilt scan is named alike, so the
+    filter parses back (it did not, and PySpark logged an UNRESOLVED_COLUMN error with a Java stack
+    trace while ``prune`` quietly read every file)."""
+    spark.read.parquet(flat.root).createOrReplaceTempView("pruned_view")
+    df = spark.sql(f"SELECT id, s FROM pruned_view WHERE id >= {(FILES - 2) * ROWS}")
+    capfd.readouterr()
+    pruned = prune(df, flat)
+    assert sorted(pruned.collect()) == sorted(df.collect())
+    assert len(pruned.inputFiles()) == 2 < len(df.inputFiles())
+    assert "UNRESOLVED_COLUMN" not in capfd.readouterr().err
