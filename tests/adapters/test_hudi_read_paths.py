@@ -20,15 +20,13 @@ import pytest
 from hudi_data import COW_TABLES
 
 from adapters import duckdb as duck
+from hudi_expr import AlwaysTrue
 from index_store import open_table
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 NON_EMPTY = [t for t in COW_TABLES if "empty" not in t]
 EMPTY = [t for t in COW_TABLES if "empty" in t]
-
-# A filter each table has a column for, picked to keep some rows and drop others.
-_FILTERS: dict[str, str] = {}
 
 
 def _snapshot(root: Path) -> pa.Table:
@@ -42,17 +40,15 @@ def _snapshot(root: Path) -> pa.Table:
 
 def _normalized(column: pa.ChunkedArray) -> list[Any]:
     t = column.type
-    if pa.types.is_timestamp(t):
+    if pa.types.is_dictionary(t):
+        column, t = column.cast(t.value_type), t.value_type
+    if pa.types.is_timestamp(t):  # the same instant in any unit and zone
         column = pc.cast(column, pa.timestamp("us", tz="UTC") if t.tz else pa.timestamp("us"))
-        column = column.cast(pa.int64())
-    elif pa.types.is_dictionary(t):
-        column = column.cast(t.value_type)
-    if pa.types.is_date(t) or pa.types.is_decimal(t) or pa.types.is_floating(t):
-        column = column.cast(pa.string())
-    elif pa.types.is_integer(column.type) or pa.types.is_boolean(column.type):
-        column = column.cast(pa.string())
-    if pa.types.is_nested(column.type):
+        return column.cast(pa.int64()).to_pylist()
+    if pa.types.is_nested(t):
         return [repr(v) for v in column.to_pylist()]
+    if pa.types.is_primitive(t) or pa.types.is_decimal(t):  # one spelling across integer widths
+        return column.cast(pa.string()).to_pylist()
     return column.to_pylist()
 
 
@@ -69,35 +65,26 @@ def _assert_same(ours: pa.Table, expected: pa.Table) -> None:
 
 
 def _filter_for(snapshot: pa.Table) -> tuple[str, Callable[[pa.Table], pa.Table]]:
-    """A SQL filter on a plain numeric or string data column that keeps some rows, with the same
-    filter in pyarrow to apply to the expected rows."""
-    for field in snapshot.schema:
-        if field.name.startswith("_hoodie"):
-            continue
-        if pa.types.is_integer(field.type) or pa.types.is_floating(field.type):
-            values = sorted(v for v in snapshot.column(field.name).to_pylist() if v is not None)
-            if not values:
-                continue
-            pivot = values[len(values) // 2]
-            return f"{_quote(field.name)} >= {pivot}", lambda t, n=field.name, v=pivot: t.filter(
-                pc.greater_equal(t.column(n), v)
-            )
-    for field in snapshot.schema:
-        if field.name.startswith("_hoodie") or not pa.types.is_string(field.type):
-            continue
+    """A SQL filter ``column >= median`` on a numeric (else string) data column, and the same filter
+    on the expected rows."""
+    numeric = [f for f in snapshot.schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)]
+    strings = [f for f in snapshot.schema if pa.types.is_string(f.type)]
+    for field in numeric + strings:
         values = sorted(v for v in snapshot.column(field.name).to_pylist() if v is not None)
-        if not values:
+        if field.name.startswith("_hoodie") or not values:
             continue
-        pivot = values[len(values) // 2].replace("'", "''")
-        return (
-            f"{_quote(field.name)} >= '{pivot}'",
-            lambda t, n=field.name, v=values[len(values) // 2]: t.filter(pc.greater_equal(t.column(n), v)),
-        )
+        name, pivot = field.name, values[len(values) // 2]
+        literal = str(pivot) if field in numeric else "'" + pivot.replace("'", "''") + "'"
+
+        def keep(t: pa.Table, name: str = name, pivot: Any = pivot) -> pa.Table:
+            return t.filter(pc.greater_equal(t.column(name), pivot))
+
+        return f"{_quote(name)} >= {literal}", keep
     raise AssertionError("no column to filter on")
 
 
 def _quote(name: str) -> str:
-    return "`" + name + "`" if False else '"' + name.replace('"', '""') + '"'
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _spark_sql(condition: str) -> str:
@@ -132,16 +119,19 @@ def test_duckdb_reads_the_snapshot(name: str, built: dict[str, Path]) -> None:
 
 @pytest.mark.parametrize("name", NON_EMPTY)
 def test_pyarrow_read_returns_the_snapshot(name: str, built: dict[str, Path]) -> None:
-    from adapters.pyarrow import parse_pyarrow
     from adapters.duckdb import parse_predicate
+    from adapters.pyarrow import parse_pyarrow, to_pyarrow
 
     root = built[name]
     expected = _snapshot(root)
     condition, keep = _filter_for(expected)
     t = open_table(root)
     expr = parse_predicate(condition, schema=t.snapshot().schema)
-    assert parse_pyarrow  # the pyarrow adapter translates into the same expressions
+    _assert_same(t.read(AlwaysTrue()), expected)
     _assert_same(t.read(expr), keep(expected))
+    # the same predicate written as a pyarrow expression
+    arrow_expr = parse_pyarrow(to_pyarrow(expr.bind(t.snapshot().schema)), t.snapshot().schema)
+    _assert_same(t.read(arrow_expr), keep(expected))
 
 
 @pytest.mark.parametrize("name", NON_EMPTY)
