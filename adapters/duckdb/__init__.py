@@ -6,6 +6,7 @@ selects, answer counts and EXISTS from it, and run index statements; and macros 
 from adapters.duckdb.macros import register_macros
 from adapters.duckdb.parse import (
     DUCKDB_MAJOR,
+    InvalidPredicateError,
     SqlParseError,
     Translation,
     parse_expression,
@@ -28,6 +29,7 @@ from adapters.duckdb.query import (
 __all__ = [
     "DUCKDB_MAJOR",
     "IndexUnusedWarning",
+    "InvalidPredicateError",
     "QueryPlan",
     "SqlParseError",
     "TablePlan",

@@ -17,6 +17,13 @@ Literals are evaluated by DuckDB itself (one query for all of them), so ``DATE '
 they mean to DuckDB. Only constants, casts of constants and unary +/- of those are evaluated (never
 ``random()`` or ``now()``). The evaluating connection runs with ``TimeZone = 'UTC'``: a TIMESTAMPTZ
 literal without an offset is read as UTC.
+
+"Not used" is for valid predicates the index cannot use. One DuckDB refuses is an error,
+``InvalidPredicateError`` (a ``SqlParseError`` and ``BindError``, and the DuckDB error itself): a
+constant that is no value of its type where the index reads it (``d = DATE '2024-13-45'``, even
+where DuckDB, filtering by another conjunct first, might not reach it), and with ``schema``, when a
+part was not used, a predicate DuckDB cannot bind or evaluate on a row of NULLs (``abs(d) = 3``,
+``int_col IN (1, 'abc')``).
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ from hudi_expr.types import is_binary_like, is_string_like
 
 __all__ = [
     "DUCKDB_MAJOR",
+    "InvalidPredicateError",
     "SqlParseError",
     "Translation",
     "parse_expression",
@@ -79,6 +87,51 @@ _NO_LOCATION = 1 << 63  # DuckDB writes 2**64 - 1 for "no location"
 
 class SqlParseError(HudiExprError, ValueError):
     """The SQL text is not a single valid boolean expression (bad input, not an unsupported one)."""
+
+
+class InvalidPredicateError(SqlParseError, BindError):
+    """DuckDB refuses the predicate, as it would refuse the query: it cannot bind it against the
+    table's columns (``abs(date_col) = 3``, ``date_col > 5``) or cannot evaluate a constant of it
+    (``DATE '2024-13-45'``, ``int_col = 'abc'``). Each instance is also the DuckDB error DuckDB
+    raised (``duckdb.BinderException``, ``duckdb.ConversionException``...), so code that catches
+    DuckDB's errors catches it as it would from DuckDB alone."""
+
+
+class _BinderRefusal(InvalidPredicateError, duckdb.BinderException):
+    pass
+
+
+class _ConversionRefusal(InvalidPredicateError, duckdb.ConversionException):
+    pass
+
+
+class _RangeRefusal(InvalidPredicateError, duckdb.OutOfRangeException):
+    pass
+
+
+REFUSALS: tuple[type[duckdb.Error], ...] = (
+    duckdb.BinderException,
+    duckdb.ConversionException,
+    duckdb.OutOfRangeException,
+)
+"""DuckDB's errors that mean the predicate itself is invalid, whatever the data (a constant that is
+no value of its type, a function or comparison that does not bind): other errors (an unknown
+function or type, which may exist on another connection) leave the part "not used"."""
+
+
+def refusal(exc: duckdb.Error, sql: str, noun: str = "predicate") -> InvalidPredicateError:
+    """The error to raise for ``exc``, one of ``REFUSALS`` that DuckDB raised for ``sql`` (a
+    ``noun``): DuckDB's message (its first line: the rest quotes a query the user did not write)."""
+    cls: type[InvalidPredicateError]
+    if isinstance(exc, duckdb.BinderException):
+        cls = _BinderRefusal
+    elif isinstance(exc, duckdb.OutOfRangeException):
+        cls = _RangeRefusal
+    else:
+        cls = _ConversionRefusal
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    shown = sql if len(sql) <= 200 else sql[:100] + " ... " + sql[-60:]
+    return cls(f"invalid {noun} {shown}: {first}")
 
 
 def parse_predicate(
@@ -115,7 +168,47 @@ def translate_sql(
     if schema is not None:
         nodes.column_type = column_types(schema)
     nodes.evaluate_constants(where)
-    return walker.translation(nodes, [where])
+    translation = walker.translation(nodes, [where])
+    if schema is not None and translation.not_used and len(aliases) <= 1:
+        check_predicate(sql, schema, next(iter(aliases), None))
+    return translation
+
+
+_PROBE = "__hudi_predicate_probe"
+
+
+def check_predicate(sql: str, schema: pa.Schema, alias: str | None = None) -> None:
+    """Raise ``InvalidPredicateError`` when DuckDB refuses ``sql`` as the WHERE condition of a table
+    of ``schema`` (named ``alias``): DuckDB binds it, and evaluates it on one row of NULLs, where a
+    constant that is no value of its type fails as it fails on any data (``x = 'abc'`` on an
+    INTEGER column). Only parts the index cannot use need this (``translate_sql`` checks when some
+    part was not used): the parts it uses were bound and evaluated already."""
+    try:
+        row = pa.Table.from_arrays(
+            [pa.nulls(1, f.type) for f in schema], schema=pa.schema([f.with_nullable(True) for f in schema])
+        )
+    except (pa.ArrowException, ValueError, TypeError):  # pragma: no cover - a type arrow cannot null
+        return
+    name = _PROBE if alias is None else alias
+    query = f"SELECT count(*) FROM {_PROBE} AS {_quote_name(name)} WHERE {sql}"
+    with _lock:
+        con = _connection("UTC")
+        try:
+            con.register(_PROBE, row)
+        except (duckdb.Error, pa.ArrowException, ValueError, TypeError, NotImplementedError):
+            return  # a column type DuckDB does not read: its own query would say so
+        try:
+            con.execute(query).fetchall()
+        except REFUSALS as exc:
+            raise refusal(exc, sql) from None
+        except duckdb.Error:
+            pass  # e.g. a function of another connection (a macro): not known to be invalid
+        finally:
+            con.unregister(_PROBE)
+
+
+def _quote_name(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _strip_aliases(aliases: set[str], schema: pa.Schema | None = None) -> Callable[[list[str]], str | None]:
@@ -272,6 +365,9 @@ class Walker:
         self.constants: dict[int, Any] = {}
         # id(node) -> float32 or float64: the constants DuckDB types FLOAT or DOUBLE.
         self.floating: dict[int, pa.DataType] = {}
+        # id(node) -> DuckDB's error for a constant that is no value of its type (DATE '2024-13-45'):
+        # the query fails in DuckDB too, so ``literal`` raises it where the constant is read.
+        self.invalid: dict[int, duckdb.Error] = {}
         # A column path's arrow type; None: unknown (no schema), so no constant of a floating type
         # is compared with it (how DuckDB compares one depends on that type).
         self.column_type: Callable[[str], pa.DataType | None] = lambda path: None
@@ -312,7 +408,10 @@ class Walker:
                 try:
                     values.extend(_evaluate([node], self.timezone)[0])
                 except duckdb.Error:
-                    values.append((None, None))  # e.g. CAST('x' AS DATE): leave it unused
+                    values.append((None, None))  # not used; an error where it is read if invalid
+                    invalid = _invalid_constant(node, self.timezone)  # e.g. CAST('x' AS DATE)
+                    if invalid is not None:
+                        self.invalid[id(node)] = invalid
         for node, (value, value_type) in zip(found, values, strict=True):
             if isinstance(value, decimal.Decimal) and node.get("literal", {}).get("kind") == "INTEGER":
                 value = int(value)  # an integer literal beyond BIGINT: DuckDB types it DECIMAL(38, 0)
@@ -430,8 +529,12 @@ class Walker:
         raise walker.Untranslatable
 
     def literal(self, node: Node) -> Any:
-        """The value of a constant node, as evaluated by ``evaluate_constants``."""
+        """The value of a constant node, as evaluated by ``evaluate_constants``; raises
+        ``InvalidPredicateError`` for a constant DuckDB cannot evaluate (``DATE '2024-13-45'``)."""
         if id(node) not in self.constants:
+            invalid = self.invalid.get(id(node))
+            if invalid is not None:
+                raise refusal(invalid, self.source_text(node), "constant")
             raise walker.Untranslatable
         return self.constants[id(node)]
 
@@ -779,15 +882,38 @@ def is_utc(timezone: str) -> bool:
 
 
 def _evaluate(
-    nodes: list[dict[str, Any]], timezone: str = "UTC", parse: str | None = None
+    nodes: list[dict[str, Any]], timezone: str = "UTC", parse: str | None = None, as_text: bool = False
 ) -> tuple[list[tuple[Any, pa.DataType]], dict[str, Any] | None]:
     """Evaluate constant nodes in one ``SELECT``; each value as a literal (``walker.NULL`` for NULL)
     with its DuckDB type in arrow's terms.
 
     With ``parse``, the syntax tree of that SQL text comes back from the same query (a round trip
-    to DuckDB costs more than either).
+    to DuckDB costs more than either). ``as_text``: run the statement as SQL text, which raises
+    DuckDB's own error class (``json_execute_serialized_sql`` reports any as InvalidInputException).
     """
-    statement = {
+    statement = _select_statement(nodes)
+    tree = None
+    if is_utc(timezone) and not as_text:
+        if parse is None:
+            table = _run("SELECT * FROM json_execute_serialized_sql(?)", [json.dumps(statement)])
+        else:
+            table = _run(
+                "SELECT json_serialize_sql(?), * FROM json_execute_serialized_sql(?)",
+                [parse, json.dumps(statement)],
+            )
+            tree = json.loads(table.column(0)[0].as_py())
+            table = table.remove_column(0)
+    else:
+        # json_execute_serialized_sql casts text to TIMESTAMPTZ in UTC whatever the session zone
+        # (DuckDB 2.0), so outside UTC the statement goes back to SQL text and runs as such.
+        text = _run("SELECT json_deserialize_sql(?)", [json.dumps(statement)]).column(0)[0].as_py()
+        table = _run(text, [], timezone)
+    return [(_to_literal(column[0]), column.type) for column in table.columns], tree
+
+
+def _select_statement(nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON syntax tree of ``SELECT <nodes>``, without FROM."""
+    return {
         "error": False,
         "statements": [
             {
@@ -809,23 +935,29 @@ def _evaluate(
             }
         ],
     }
-    tree = None
-    if is_utc(timezone):
-        if parse is None:
-            table = _run("SELECT * FROM json_execute_serialized_sql(?)", [json.dumps(statement)])
-        else:
-            table = _run(
-                "SELECT json_serialize_sql(?), * FROM json_execute_serialized_sql(?)",
-                [parse, json.dumps(statement)],
-            )
-            tree = json.loads(table.column(0)[0].as_py())
-            table = table.remove_column(0)
-    else:
-        # json_execute_serialized_sql casts text to TIMESTAMPTZ in UTC whatever the session zone
-        # (DuckDB 2.0), so outside UTC the statement goes back to SQL text and runs as such.
-        text = _run("SELECT json_deserialize_sql(?)", [json.dumps(statement)]).column(0)[0].as_py()
-        table = _run(text, [], timezone)
-    return [(_to_literal(column[0]), column.type) for column in table.columns], tree
+
+
+def select_text(nodes: list[dict[str, Any]]) -> str | None:
+    """``SELECT <nodes>`` as SQL text, written by DuckDB from the syntax tree nodes (a ``FROM``
+    clause may be appended); None when DuckDB cannot write it."""
+    try:
+        text = _run("SELECT json_deserialize_sql(?)", [json.dumps(_select_statement(nodes))])
+    except duckdb.Error:
+        return None
+    value = text.column(0)[0].as_py()
+    return value if isinstance(value, str) else None
+
+
+def _invalid_constant(node: dict[str, Any], timezone: str) -> duckdb.Error | None:
+    """DuckDB's error for a constant that does not evaluate, when it is one of ``REFUSALS`` (no value
+    of its type: ``DATE '2024-13-45'``); None for others (an unknown function or type)."""
+    try:
+        _evaluate([node], timezone, as_text=True)
+    except REFUSALS as exc:
+        return exc
+    except duckdb.Error:
+        return None
+    return None  # pragma: no cover - it failed a moment ago
 
 
 def _to_literal(scalar: pa.Scalar) -> Any:

@@ -112,6 +112,9 @@ def index_file_bytes(
         use_dictionary=False,
         column_encoding={"count": "DELTA_BINARY_PACKED", "rows.list.element": "DELTA_BINARY_PACKED"},
         write_statistics=[f.name for f in key_fields],
+        # A CRC per page: overwritten bytes in a page are an error when read, not other row ids
+        # (without it, 16 bytes of 0xff in a page changed a count from the index, silently).
+        write_page_checksum=True,
     ) as writer:
         for column, block in blocks.items():
             columns = {
@@ -186,7 +189,7 @@ class IndexFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            self._pf = pq.ParquetFile(path)
+            self._pf = pq.ParquetFile(path, page_checksum_verification=True)  # files written before: none
             raw = (self._pf.metadata.metadata or {}).get(META_KEY)
             if raw is None:
                 raise ValueError("no secondary index metadata in the footer")

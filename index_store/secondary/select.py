@@ -110,6 +110,7 @@ def select_rows(
     on_corrupt: str = "raise",
     absent: Mapping[Predicate, np.ndarray] | None = None,
     expected: Sequence[tuple[str, int, int | None]] | None = None,
+    corrupt: list[IndexCorruptError] | None = None,
 ) -> list[FileRows]:
     """The selected rows of each candidate (positions into ``row_counts`` and ``index_files``).
 
@@ -117,7 +118,8 @@ def select_rows(
     ``opened`` caches opened index files across calls (they are immutable). ``absent[leaf][i]``
     True: candidate ``i``'s bloom filter proves the leaf's keys are not in it (no row, no read).
     ``expected[i]``: candidate ``i``'s (path, size, mtime); an index file describing another file
-    is corrupt.
+    is corrupt. ``corrupt`` receives the error of each index file scanned instead (``on_corrupt``
+    not ``raise``), so that the caller can say so.
     """
     absent = absent or {}
     bound_keys = {
@@ -149,9 +151,11 @@ def select_rows(
                         f"does not describe column {p.column!r} of {about[0]} as indexed",
                     )
                 return handle.rows(p.column, bound_keys[leaf]), p.lookup.exact
-            except IndexCorruptError:
+            except IndexCorruptError as exc:
                 if on_corrupt == "raise":
                     raise
+                if corrupt is not None:
+                    corrupt.append(exc)  # list.append is atomic: safe from the worker threads
                 return None, False  # scan instead: every row of the file is a candidate
 
         mask, exact = _combine(bound, leaf_rows)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import random
+import re
 from decimal import Decimal
 
 import duckdb
@@ -12,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from adapters.duckdb import (
+    InvalidPredicateError,
     SqlParseError,
     parse_expression,
     parse_predicate,
@@ -278,7 +280,6 @@ def test_large_in_list() -> None:
             ("CASE WHEN a > 1 THEN true ELSE false END",),
         ),
         ("a::VARCHAR = '1'", AlwaysTrue(), ("a::VARCHAR = '1'",)),
-        ("a = CAST('zz' AS DATE)", AlwaysTrue(), ("a = CAST('zz' AS DATE)",)),
         ("a = INTERVAL 1 DAY", AlwaysTrue(), ("a = INTERVAL 1 DAY",)),
         ("s = 'é' AND lower(s) = 'x'", col("s") == "é", ("lower(s) = 'x'",)),
     ],
@@ -683,3 +684,68 @@ def test_floating_constants_against_duckdb() -> None:
                 used += 1
                 assert got == expected, (text, str(translation.expr), sorted(got - expected))
     assert used > len(sqls)  # most are translated, negations too
+
+
+# ------------------------------------------------------------------------ predicates DuckDB refuses
+
+REFUSED_SCHEMA = pa.schema([("i", pa.int32()), ("d", pa.date32()), ("s", pa.string())])
+
+
+@pytest.mark.parametrize(
+    ("sql", "duckdb_error", "shown"),
+    [
+        ("d = DATE '2024-13-45'", duckdb.ConversionException, "DATE '2024-13-45'"),
+        ("i > 1 AND d >= CAST('x' AS DATE)", duckdb.ConversionException, "CAST('x' AS DATE)"),
+        ("i > 2147483647 + 1", duckdb.OutOfRangeException, "2147483647 + 1"),
+        ("abs(d) = 3", duckdb.BinderException, "abs(DATE)"),
+        ("i > 1 AND (d > 5 OR abs(i) = 1)", duckdb.BinderException, "type DATE and type INTEGER_LITERAL"),
+        ("i IN (1, 'zz') OR month(d) = 1", duckdb.ConversionException, "'zz'"),
+        ("count(i) > 1", duckdb.BinderException, "aggregates"),
+    ],
+)
+def test_a_predicate_duckdb_refuses_is_an_error(sql: str, duckdb_error: type, shown: str) -> None:
+    # DuckDB refuses these queries (a constant that is no value of its type, a function or
+    # comparison that does not bind): an error, not a part "not used for pruning".
+    with pytest.raises(InvalidPredicateError, match=re.escape(shown)) as raised:
+        translate_sql(sql, schema=REFUSED_SCHEMA)
+    assert isinstance(raised.value, SqlParseError | BindError)
+    assert isinstance(raised.value, duckdb_error)  # DuckDB's own error class, as DuckDB raises it
+    assert "invalid" in str(raised.value)
+
+
+def test_an_invalid_constant_is_an_error_without_a_schema_too() -> None:
+    with pytest.raises(InvalidPredicateError, match="date field value out of range"):
+        parse_predicate("d = DATE '2024-13-45'")
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "month(d) = 3",  # valid, but not monotonic
+        "CASE WHEN i > 1 THEN 'abc'::INT = 1 END",  # DuckDB evaluates the constant only if i > 1
+        "s = 5",  # DuckDB casts s: an error only for a row whose s is not a number
+        "my_macro(i) = 1",  # a function of another connection
+        "length(s) > 2 AND i > 1",
+    ],
+)
+def test_valid_predicates_the_index_cannot_use_are_not_used(sql: str) -> None:
+    translated = translate_sql(sql, schema=REFUSED_SCHEMA)
+    assert translated.not_used or not isinstance(translated.expr, AlwaysTrue)
+    if "my_macro" in sql:
+        return  # DuckDB stops at the unknown function: it cannot say whether the rest binds
+    with pytest.raises(InvalidPredicateError, match="abs"):  # but not with one DuckDB refuses
+        translate_sql(f"({sql}) AND abs(d) = 3", schema=REFUSED_SCHEMA)
+
+
+def test_prune_asks_for_an_expression_not_sql_text(tmp_path) -> None:
+    import pyarrow.parquet as pq
+
+    from index_store import open_table
+
+    (tmp_path / "t").mkdir()
+    pq.write_table(pa.table({"i": pa.array([1, 2], pa.int32())}), tmp_path / "t" / "a.parquet")
+    table = open_table(tmp_path / "t")
+    table.build()
+    with pytest.raises(TypeError, match="translate_sql"):
+        table.prune("i > 1")  # type: ignore[arg-type]
+    assert table.prune(translate_sql("i > 1", schema=table.snapshot().schema)).kept == 1
