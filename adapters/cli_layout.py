@@ -53,7 +53,14 @@ def add_layout_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("table", metavar="TABLE", help="the plain parquet table's folder")
     p.add_argument("--by", required=True, type=column_list, metavar="COLUMN[,COLUMN...]")
     p.add_argument("--strategy", choices=STRATEGIES, default="zorder", help="default: %(default)s")
-    p.add_argument("--target-file-mb", type=float, default=128.0, metavar="MB", help="default: %(default)s")
+    p.add_argument(
+        "--target-file-mb",
+        type=float,
+        default=None,
+        metavar="MB",
+        help="the size of each written file (default: as many files as the source has, and at least "
+        "4 per core of 1 MiB or more, so the copy is read as parallel as the source)",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="a new (or empty) folder for the copy")
     p.add_argument(
         "--engine",

@@ -7,7 +7,9 @@ writes a copy whose files do, and never touches the source. The engines (``adapt
 The copy is written into a hidden staging folder next to ``out`` and renamed to ``out`` only once
 every file is written and indexed: a failure (a full disk, say) leaves no table that looks complete.
 Rows go to files in clustered order, ``per_file`` rows each (the last may hold fewer), the number
-that makes files of about the target size given the source's bytes per row; ties of the order are
+that makes files of about the target size given the source's bytes per row (by default, as many
+files as the source has, and at least ``cores x 4`` of 1 MiB or more: ``default_file_count``, so a
+re-clustered copy is read as parallel as its source); ties of the order are
 rows equal in every clustering column, so any engine writes files with the same bounds on them.
 """
 
@@ -38,6 +40,7 @@ __all__ = [
     "ClusterJob",
     "ClusterResult",
     "ClusterWriteError",
+    "default_file_count",
     "run_cluster",
     "source_report",
 ]
@@ -88,15 +91,16 @@ def run_cluster(
     out: str | os.PathLike[str],
     by: Sequence[str],
     strategy: str,
-    target_file_mb: float,
+    target_file_mb: float | None = None,
 ) -> ClusterResult:
     """Check the request, let ``writer`` write the clustered files into a staging folder, index
-    them there and move the folder to ``out``; the layout of ``by`` before and after."""
+    them there and move the folder to ``out``; the layout of ``by`` before and after.
+    ``target_file_mb`` None: ``default_file_count`` files of about equal size."""
     started = time.perf_counter()
     table = _plain_source(source)
     if strategy not in STRATEGIES:
         raise ClusterError(f"unknown strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
-    if not target_file_mb > 0:
+    if target_file_mb is not None and not target_file_mb > 0:
         raise ClusterError(f"the target file size must be positive, got {target_file_mb} MB")
     listed = table.reader.list_files()
     if not listed:
@@ -107,7 +111,10 @@ def run_cluster(
     target = _new_folder(out)
     before = source_report(table, columns)
     total_bytes = sum(f.size for f in listed)
-    per_file = max(1, math.ceil(rows * target_file_mb * 1024 * 1024 / max(total_bytes, 1)))
+    if target_file_mb is None:
+        per_file = max(1, math.ceil(rows / default_file_count([f.size for f in listed])))
+    else:
+        per_file = max(1, math.ceil(rows * target_file_mb * 1024 * 1024 / max(total_bytes, 1)))
     staging = target.parent / f".{target.name}.staging-{uuid.uuid4().hex[:12]}"
     staging.mkdir()
     try:
@@ -127,6 +134,28 @@ def run_cluster(
         raise
     after = layout_report(open_table(target).stats(columns, with_blooms=False), columns)
     return ClusterResult(str(target), written, rows, time.perf_counter() - started, before, after)
+
+
+MIN_DEFAULT_FILE_BYTES = 1024 * 1024
+
+
+def default_file_count(sizes: Sequence[int], cores: int | None = None) -> int:
+    """How many files a clustering writes with no target size: as many as the source's (files of
+    its mean size), and at least ``cores x 4`` (this machine's cores by default) so that a source
+    of a few large files is still read in parallel, though never files under 1 MiB for that."""
+    if cores is None:
+        cores = available_cores()
+    total = sum(sizes)
+    by_cores = min(4 * max(cores, 1), total // MIN_DEFAULT_FILE_BYTES)
+    return max(len(sizes), by_cores, 1)
+
+
+def available_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
 
 
 def source_report(table: IndexedTable, columns: Sequence[str]) -> pa.Table:

@@ -25,3 +25,8 @@ class StatsError(HudiExprError, ValueError):
 
 class TruthTestError(HudiExprError, ValueError):
     """An IS TRUE/FALSE/NULL test of a predicate cannot be rewritten exactly (``hudi_expr.truth``)."""
+
+
+class ExpressionTooDeepError(HudiExprError, ValueError):
+    """A row filter nests AND/OR deeper than ``hudi_expr.rows.MAX_ROW_FILTER_DEPTH`` even after
+    flattening and balancing: pyarrow's evaluator would overflow its stack (a crash), so it is refused."""

@@ -28,10 +28,12 @@ def cluster(
     out: str | os.PathLike[str],
     by: Sequence[str],
     strategy: str = "zorder",
-    target_file_mb: float = 128.0,
+    target_file_mb: float | None = None,
 ) -> ClusterResult:
     """Write a copy of the plain parquet table ``source`` re-clustered by ``by`` into ``out`` (a
-    new or empty folder) with DuckDB, index it, and report the layout of ``by`` before and after."""
+    new or empty folder) with DuckDB, index it, and report the layout of ``by`` before and after.
+    Files of about ``target_file_mb``; None: as many as the source's, at least cores x 4 of 1 MiB
+    or more (``adapters.clustering.default_file_count``)."""
     return run_cluster(_write, source, out, by, strategy, target_file_mb)
 
 

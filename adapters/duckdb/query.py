@@ -83,7 +83,15 @@ from adapters.duckdb.dynamic import (
     Target,
     derive,
 )
-from adapters.duckdb.parse import Walker, column_types, is_utc
+from adapters.duckdb.parse import (
+    REFUSALS,
+    Walker,
+    column_types,
+    consistent_functions,
+    is_utc,
+    select_text,
+)
+from adapters.duckdb.parse import refusal as invalid_predicate
 from adapters.duckdb.rows import ROW_COLUMN, Reads, RowRead, first_row, plan_reads
 from adapters.duckdb.scope import TableRef, column_refs, find_references, same_ignoring_locations, walk_dicts
 from adapters.duckdb.view import LiveRead, live_read
@@ -153,7 +161,9 @@ def register(
 ) -> None:
     """Make ``name`` a view over every file of ``table`` that ``sql(con, ...)`` reads pruned.
 
-    ``table`` is an ``IndexedTable`` or the path of one (``open_table``). ``union_by_name`` reads
+    ``table`` is an ``IndexedTable`` or the path of one (``open_table``); with no index built yet,
+    every query reads every file (``IndexUnusedWarning``; the plan says "no index: every file
+    read") until ``build`` makes one. ``union_by_name`` reads
     files with different columns as DuckDB's option of that name does. ``rules`` decide when a
     secondary index narrows a read to the rows it selects (RFC-51's rule-based optimizer; None:
     whenever a predicate is on an indexed column). ``dynamic_keys``: the join keys of a filtered
@@ -169,7 +179,7 @@ def register(
     if not files:
         raise ValueError(f"{indexed.root} has no data files: DuckDB cannot read a table without one")
     if not _built(indexed):
-        raise IndexNotBuiltError(indexed.root)
+        warnings.warn(f"{name}: {_no_index(indexed)}", IndexUnusedWarning, stacklevel=2)
     partition_columns = indexed.reader.partition_schema().names if indexed.reader.kind == "parquet" else []
     options = f"hive_partitioning = {'true' if partition_columns else 'false'}, can_have_nan = true"
     if union_by_name:
@@ -198,6 +208,22 @@ def register(
         frozenset(partition_columns),
     )
     _registry.setdefault(con, {})[name.lower()] = registration
+
+
+_NO_INDEX = "no index: every file read"
+
+
+def _no_index(table: IndexedTable) -> str:
+    return f"{_NO_INDEX} (hudi-index build {table.root} makes one)"
+
+
+def _prune(table: IndexedTable, predicate: Expression) -> PruneResult:
+    """``table.prune`` keeping every file when the index is unreadable or not built yet."""
+    try:
+        return table.prune(predicate, on_corrupt="keep_all")
+    except IndexNotBuiltError:
+        files = [os.path.join(table.root, f.path) for f in table.reader.list_files()]
+        return PruneResult(files, len(files), note=_no_index(table), index_error=_NO_INDEX)
 
 
 def _built(table: IndexedTable) -> bool:
@@ -281,7 +307,8 @@ class TablePlan:
 
 
 class IndexUnusedWarning(UserWarning):
-    """A query read every file of a table because its index could not be used."""
+    """A query read every file of a table because its index could not be used, or every row of
+    some files because their secondary index files could not be read."""
 
 
 @dataclass(frozen=True)
@@ -429,7 +456,7 @@ def _plan(
     ]
     if not refs:
         return QueryPlan(shown, shown, (), "", params, con)
-    planner = _Planner(query, session.timezone)
+    planner = _Planner(query, session.timezone, con)
     placeholders = [f"__hudi_ref_{k}" for k in range(len(refs))]
     # The literals of every conjunct, and the check of the splice (the query with placeholders
     # where the references were, parsed back), in one round trip to DuckDB. A reference written
@@ -487,7 +514,7 @@ def _direct(table: TablePlan, registration: _Registration, pruned: _Pruned) -> T
         hive = [p for p in pruned.parts if set(p.references()) <= registration.partition_columns]
         # The other conjuncts pruned nothing more when the hive ones alone keep as many files.
         if len(hive) == len(pruned.parts) or (
-            hive and registration.table.prune(And(*hive), on_corrupt="keep_all").kept == result.kept
+            hive and _prune(registration.table, And(*hive)).kept == result.kept
         ):
             why = "only hive partition filters pruned, and DuckDB prunes hive partitions itself"
     return dataclasses.replace(table, direct=why, glob=_uniform_glob(registration) or "") if why else table
@@ -714,18 +741,22 @@ class _Translated:
 class _Planner:
     """Translates and checks the conjuncts of one query; prunes each reference with them."""
 
-    def __init__(self, query: str, timezone: str) -> None:
+    def __init__(self, query: str, timezone: str, con: duckdb.DuckDBPyConnection) -> None:
         self.walker = _Recording(query.encode(), timezone)
         self.timezone = timezone
         self.utc = is_utc(timezone)
+        self.con = con
 
     def translate(self, ref: TableRef, registration: _Registration) -> _Translated:
         """Translate and bind the reference's conjuncts, and prune its files by them."""
         self.walker.resolve = ref.column_path
         try:
-            schema: pa.Schema | None = registration.table.snapshot().schema
+            snapshot = registration.table.snapshot()
+            schema: pa.Schema | None = snapshot.schema if snapshot.version else None
+            unusable = "no index"
         except IndexCorruptError:
-            schema = None  # prune below keeps every file and says why
+            schema = None  # prune below keeps every file and says why (so with no index built)
+            unusable = "the index is unreadable"
         self.walker.column_type = (lambda path: None) if schema is None else column_types(schema)
         used: list[str] = []
         bound: list[Expression] = []
@@ -734,14 +765,17 @@ class _Planner:
             (node, text(node), why) for node, why in ref.refused
         ]
         exact = True  # every conjunct translated to an expression TRUE on exactly its rows
+        unchecked: list[dict[str, Any]] = []  # conjuncts not used: DuckDB may refuse them
         for pushable in ref.pushable:
             node = pushable.node
             conjunct_text = text(node)
             if schema is None:
-                not_used.append((node, conjunct_text, "the index is unreadable"))
+                not_used.append((node, conjunct_text, unusable))
                 continue
             expr = self.walker.translate(node, negated=False)
             failed = list(self.walker.failed)
+            if failed:
+                unchecked.append(node)
             whys = list(dict.fromkeys(self._why(part) for part in failed))
             why = "; ".join(whys) if whys else "always TRUE"
             if not self.utc and not isinstance(expr, AlwaysTrue):
@@ -759,12 +793,79 @@ class _Planner:
                 expr = bind(expr, schema)
             except BindError as exc:
                 not_used.append((node, conjunct_text, f"untranslatable type: {exc}"))
+                unchecked.append(node)
                 continue
             used.append(conjunct_text)
             bound.append(expr)
+        self._check(unchecked, registration, ref.alias)
         translated = _Translated(schema, used, bound, not_used, exact)
-        translated.result = registration.table.prune(translated.predicate, on_corrupt="keep_all")
+        translated.result = _prune(registration.table, translated.predicate)
         return translated
+
+    def _check(self, conjuncts: list[dict[str, Any]], registration: _Registration, alias: str) -> None:
+        """Raise ``InvalidPredicateError`` (also the DuckDB error) for a conjunct DuckDB refuses.
+
+        The conjuncts the index used were bound and their constants evaluated; a conjunct it could
+        not use may be one DuckDB cannot bind (``abs(date_col) = 3``) or whose constant is no value
+        of the column's type (``int_col = 'abc'``, an error only when DuckDB evaluates it), which a
+        read of few or no files, or an answer from the index, would hide. DuckDB evaluates each
+        such conjunct on one row of NULLs of the table's columns, on ``con`` (its macros and
+        types): an error it raises whatever the data is the query's error. Conjuncts with a
+        subquery, a parameter, another table's column or a function that is not one of DuckDB's
+        consistent ones (``nextval``, a macro) are left to the query itself.
+        """
+        checkable = [c for c in conjuncts if self._checkable(c)]
+        if not checkable:
+            return
+        # VALUES, not SELECT: DuckDB folds a comparison with a column it knows is NULL (statistics)
+        # without evaluating the constant, and would not raise.
+        nulls = ", ".join(f"CAST(NULL AS {t})" for _, t in registration.columns)
+        names = ", ".join(_quote(c) for c, _ in registration.columns)
+        source = f" FROM (VALUES ({nulls})) AS {_quote(alias)}({names})"
+
+        def run(nodes: list[dict[str, Any]]) -> duckdb.Error | None:
+            select = select_text(nodes)
+            if select is None:
+                return None
+            try:
+                self.con.execute(select + source).fetchall()
+            except REFUSALS as exc:
+                return exc
+            except duckdb.Error:
+                return None  # not known to be the query's error: DuckDB reports it when it runs
+            return None
+
+        error = run(checkable)
+        if error is None:
+            return
+        culprit = checkable[0]
+        if len(checkable) > 1:  # which one, for the message
+            for node in checkable:
+                found = run([node])
+                if found is not None:
+                    culprit, error = node, found
+                    break
+        raise invalid_predicate(error, self.walker.source_text(culprit))
+
+    def _checkable(self, node: dict[str, Any]) -> bool:
+        """Whether ``node`` reads only the reference's columns, through DuckDB's consistent functions."""
+        functions = consistent_functions()
+        for n in walk_dicts(node):
+            cls = n.get("class")
+            if cls in ("SUBQUERY", "PARAMETER", "LAMBDA", "WINDOW"):
+                return False
+            if cls == "FUNCTION" and (
+                n.get("schema")
+                or n.get("catalog")
+                or str(n.get("function_name", "")).lower() not in functions
+            ):
+                return False
+            if (
+                cls == "COLUMN_REF"
+                and self.walker.resolve([str(p) for p in n.get("column_names") or []]) is None
+            ):
+                return False
+        return True
 
     def _why(self, node: dict[str, Any]) -> str:
         """Why the index cannot use a part of a conjunct, in a few words."""
@@ -844,18 +945,27 @@ class _Planner:
         result = translated.result
         if gave or result is None:
             predicate = And(*parts) if parts else AlwaysTrue()
-            result = registration.table.prune(predicate, on_corrupt="keep_all")
+            result = _prune(registration.table, predicate)
         predicate = And(*parts) if parts else AlwaysTrue()
         note = ""
         if not result.index_used:
             # Nothing was pruned: no conjunct counts as used, and the user hears why.
-            not_used = [f"{text}  (the index is unreadable)" for text in used] + not_used
+            why = "no index" if result.index_error == _NO_INDEX else "the index is unreadable"
+            not_used = [f"{text}  ({why})" for text in used] + not_used
             used = []
-            note = f"the index is unreadable, every file is read: {result.index_error}"
+            note = result.note
+            if result.index_error != _NO_INDEX:
+                note = f"the index is unreadable, every file is read: {result.index_error}"
             warnings.warn(f"{registration.name}: {note}", IndexUnusedWarning, stacklevel=5)
         selection, index = None, ""
         if used:
             selection, index = _select(registration, predicate, rules)
+            if selection is not None and selection.corrupt:
+                # As for unreadable statistics: the answer is right, but the user hears why rows
+                # the index should have skipped (or a count it should have known) were read.
+                unread = "; ".join(selection.corrupt)
+                note = f"{note}; {unread}" if note else unread
+                warnings.warn(f"{registration.name}: {unread}", IndexUnusedWarning, stacklevel=5)
         elif ref.pushable or ref.refused or ref.joins:
             index = "secondary index not used: no conjunct about the table could be translated"
         table = TablePlan(

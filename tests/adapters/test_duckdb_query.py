@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -19,7 +20,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from adapters.duckdb import QueryPlan, execute, plan, register, registered, sql, unregister
+from adapters.duckdb import (
+    InvalidPredicateError,
+    QueryPlan,
+    execute,
+    plan,
+    register,
+    registered,
+    sql,
+    unregister,
+)
 from index_store import open_table
 
 N_FILES = 10
@@ -191,7 +201,41 @@ def test_uncoercible_literal_is_duckdbs_error(cons) -> None:
         sql(con, "SELECT * FROM t WHERE d = 'not a date'").fetchall()
     with pytest.raises(duckdb.Error) as plain:
         base.sql("SELECT * FROM t WHERE d = 'not a date'").fetchall()
-    assert type(pruned.value) is type(plain.value)
+    assert isinstance(pruned.value, type(plain.value))  # also an InvalidPredicateError, at plan()
+
+
+@pytest.mark.parametrize(
+    ("query", "shown"),
+    [
+        ("SELECT count(*) FROM t WHERE k = 'abc'", "k = 'abc'"),  # a number column, a string
+        ("SELECT * FROM t WHERE d = DATE '2024-13-45'", "DATE '2024-13-45'"),
+        ("SELECT * FROM t WHERE k < 100 AND abs(d) = 3", "abs(d) = 3"),
+        ("SELECT * FROM t AS a WHERE a.k > 100000 OR a.k IN (1, 'zz')", "a.k IN (1, 'zz')"),
+        ("SELECT * FROM t WHERE month(d) = 1 AND d > 5", "d > 5"),
+        ("SELECT * FROM o JOIN t ON ok = k WHERE tag = 't1' AND ts > 'yesterday'", "ts > 'yesterday'"),
+    ],
+)
+def test_a_query_duckdb_refuses_is_refused_when_planned(cons, query: str, shown: str) -> None:
+    # Planned silently before ("not used"), and then hidden where few or no files were read.
+    con, base = cons
+    with pytest.raises(duckdb.Error) as plain:
+        base.execute(query).fetchall()
+    for run in (plan, sql, execute):
+        with pytest.raises(InvalidPredicateError, match=re.escape(shown)) as raised:
+            run(con, query)
+        assert isinstance(raised.value, type(plain.value))  # DuckDB's error, as DuckDB alone raises it
+
+
+def test_only_conjuncts_duckdb_refuses_are_refused(cons) -> None:
+    p = check(cons, "SELECT * FROM t WHERE k < 200 AND month(d) = 1 AND length(s) > 1")
+    assert kept(p, "t") == 2
+    assert any("month(d) = 1" in text for text in p.tables[0].not_used)
+    con, _ = cons
+    con.execute("CREATE SEQUENCE seq START 5")
+    plan(con, "SELECT * FROM t WHERE k < nextval('seq')")
+    with pytest.raises(InvalidPredicateError, match="k = 'abc'"):
+        plan(con, "SELECT * FROM t WHERE k < nextval('seq') AND k = 'abc'")
+    assert con.execute("SELECT nextval('seq')").fetchone() == (5,)  # planning called no nextval
 
 
 def test_select_alias_does_not_hide_a_column(cons) -> None:
@@ -435,8 +479,8 @@ def test_register_refuses_bad_input(tmp_path: Path) -> None:
         register(con, "t", tmp_path / "empty")
     with pytest.raises(FileNotFoundError):
         register(con, "t", tmp_path / "missing")
-    _write_table(tmp_path / "unindexed")
-    with pytest.raises(ValueError, match="no index yet"):
+    _write_table(tmp_path / "unindexed")  # no index: registered, every file read, with a warning
+    with pytest.warns(UserWarning, match="no index: every file read"):
         register(con, "t", tmp_path / "unindexed")
     with pytest.raises(TypeError):
         plan(con, 42)  # type: ignore[arg-type]
