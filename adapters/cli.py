@@ -22,7 +22,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from adapters.cli_index import add_index_commands
-from adapters.cli_keys import CHECK_SHOWN, cmd_check, cmd_tag, has_keys, key_lines, key_summary, key_text
+from adapters.cli_keys import (
+    CHECK_SHOWN,
+    TAG_SHOWN,
+    cmd_check,
+    cmd_tag,
+    has_keys,
+    key_lines,
+    key_summary,
+    key_text,
+)
 from adapters.cli_layout import add_layout_commands
 from adapters.cli_support import (
     add_table_arguments,
@@ -52,7 +61,8 @@ examples:
   hudi-index files warehouse/orders --where "order_id IN (1, 2, 3)" | xargs ls -l
   hudi-index query warehouse/orders "SELECT count(*) FROM orders WHERE order_id = 42"
   hudi-index sync warehouse/orders
-  hudi-index build warehouse/orders --rebuild      # when the index is reported corrupt
+  hudi-index build warehouse/orders --rebuild      # when the index is reported corrupt (keeps its settings)
+  hudi-index build warehouse/orders --no-record-index --bloom city   # a build that changes them
   hudi-index build warehouse/events --record-key user_id,event_id --record-index
   hudi-index tag warehouse/events --keys batch.parquet --out tagged.parquet
   hudi-index check warehouse/events               # record keys held by two files
@@ -167,29 +177,31 @@ def _warn_if_unused(args: argparse.Namespace, result: PruneResult) -> None:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    """Index every file; with ``--rebuild`` the old index is moved aside first, and its place said."""
+    """Index every file with the index's configuration, changed by the options given (``--bloom``,
+    ``--record-index``...); with ``--rebuild`` the old index is moved aside first, and its place said."""
     t0 = time.perf_counter()
     table = open_from_args(args)
-    if args.record_key and table.reader.kind != "parquet":
+    if (args.record_key or args.record_key is False) and table.reader.kind != "parquet":
         declared_spec = getattr(table.reader, "record_key_spec", lambda: None)()
         declared = ", ".join(declared_spec.fields) if declared_spec is not None else ""
         raise ValueError(
             f"--record-key is for plain parquet tables: a Hudi table declares its own record key "
             f"(hoodie.table.recordkey.fields: {declared or 'none'}), which build uses"
         )
-    if args.record_index and not args.record_key and table.reader.kind == "parquet":
-        raise ValueError(
-            "--record-index needs the record key of a plain parquet table: "
-            "add --record-key COLUMN[,COLUMN...]"
-        )
+    if args.record_index and args.record_key is None and table.reader.kind == "parquet":
+        stored = table.stored_config()
+        if stored is None or not has_keys(stored):
+            raise ValueError(
+                "--record-index needs the record key of a plain parquet table: "
+                "add --record-key COLUMN[,COLUMN...]"
+            )
     before = _set_aside(table)
-    blooms = args.bloom if args.bloom else None
     version = table.build(
-        bloom_columns=blooms,
+        bloom_columns=args.bloom,
         fpp=args.fpp,
         progress=None,
         rebuild=args.rebuild,
-        record_key=args.record_key or None,
+        record_key=args.record_key,
         record_index=args.record_index,
         key_fpp=args.key_fpp,
     )
@@ -199,9 +211,16 @@ def _cmd_build(args: argparse.Namespace) -> int:
     empty = " (the table has no data files yet)" if not n else ""
     print(f"built index version {version}: {files_text(n)}{empty} in {time.perf_counter() - t0:.2f} s")
     config = table.snapshot().config
+    if config.bloom_columns:
+        print(f"bloom filters: {', '.join(quote_column(Reference(c)) for c in config.bloom_columns)}")
     if has_keys(config):
         index = "with a record index" if config.record_index else "no record index"
         print(f"record key: {key_text(config)}; {index}")
+    for status in table.indexes() if config.secondary_indexes else ():
+        print(
+            f"secondary index {status.name} ({status.index_type} on {', '.join(status.columns)}): "
+            f"{status.files_indexed} of {files_text(status.live_files)} indexed"
+        )
     return 0
 
 
@@ -314,8 +333,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 def _query_tables(args: argparse.Namespace) -> list[tuple[str, IndexedTable]]:
     """The tables a query may read, by name: TABLE (named after its folder, or ``--name``) and each
-    ``--with NAME=PATH``. Each must have an index (``register`` says so; an unreadable index
-    lets the query read every file, with a warning)."""
+    ``--with NAME=PATH``. A table with no index, or an unreadable one, is read whole, with a
+    warning (``register``)."""
     name = args.name or _default_name(args.table)
     tables = [(name, open_from_args(args))]
     for spec in args.with_table or []:
@@ -504,39 +523,63 @@ def build_parser() -> argparse.ArgumentParser:
             help="keep every file, with a warning, instead of failing when the index is unreadable",
         )
 
-    p = add("build", "index every data file of the table from scratch")
-    p.add_argument(
+    p = add(
+        "build",
+        "index every data file of the table from scratch, keeping the index's configuration (bloom "
+        "columns, record key, record index, secondary indexes) unless an option changes it",
+    )
+    blooms = p.add_mutually_exclusive_group()
+    blooms.add_argument(
         "--bloom",
         action="append",
         metavar="COLUMN",
-        help="keep bloom filters on COLUMN (repeatable; default: the table's record key, if it has one)",
+        help="keep bloom filters on COLUMN (repeatable; replaces the index's list; default: the index's "
+        "list, else the table's record key, if it has one)",
+    )
+    blooms.add_argument(
+        "--no-bloom",
+        dest="bloom",
+        action="store_const",
+        const=[],
+        help="keep no bloom filters (on columns; a record key's filters stay)",
     )
     p.add_argument(
-        "--fpp", type=_fraction, default=0.01, help="bloom filter false-positive rate (default: %(default)s)"
+        "--fpp",
+        type=_fraction,
+        help="bloom filter false-positive rate (default: the index's, else 0.01)",
     )
     p.add_argument(
         "--rebuild",
         action="store_true",
-        help="move the existing index aside (to <index>.broken-<time>) first: the way out of a corrupt index",
+        help="move the existing index aside (to <index>.broken-<time>) first: the way out of a corrupt "
+        "index; its configuration is kept",
     )
-    p.add_argument(
+    keys = p.add_mutually_exclusive_group()
+    keys.add_argument(
         "--record-key",
         type=column_list,
         metavar="COLUMN[,COLUMN...]",
         help="the record key of a plain parquet table, for tag and check (several columns: Hudi's "
-        "complex key, col1:v1,col2:v2); a Hudi table's own is used without it",
+        "complex key, col1:v1,col2:v2; default: the index's); a Hudi table's own is used without it",
+    )
+    keys.add_argument(
+        "--no-record-key",
+        dest="record_key",
+        action="store_const",
+        const=False,
+        help="forget the record key of a plain parquet table (and its record index)",
     )
     p.add_argument(
         "--record-index",
-        action="store_true",
-        help="also keep a record index (key -> file): for random keys, which key ranges cannot narrow",
+        action=argparse.BooleanOptionalAction,
+        help="keep a record index (key -> file): for random keys, which key ranges cannot narrow "
+        "(default: as the index has it, else none)",
     )
     p.add_argument(
         "--key-fpp",
         type=_fraction,
-        default=1e-6,
         help="false-positive rate of the per-file key bloom filters built here (Hudi's footer filters "
-        "are kept as written) (default: %(default)s)",
+        "are kept as written) (default: the index's, else 1e-06)",
     )
     p.set_defaults(run=_cmd_build)
 
@@ -614,8 +657,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="bloom: key ranges, bloom filters, then reading candidate files' keys; record: the record "
         "index; auto: the record index when built (default: %(default)s)",
     )
+    p.add_argument(
+        "--on-duplicate",
+        choices=("all", "error"),
+        default="all",
+        help="a key held by several live files: all tags each copy (a row per file, as Hudi does); "
+        "error fails (default: %(default)s)",
+    )
     p.add_argument("--sync", action="store_true", help="sync a stale index first instead of failing")
-    p.add_argument("--out", metavar="FILE", help="write the result (key, partition, file) to a parquet file")
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        help=f"write the result (key, partition, file) to a parquet file (without it the first "
+        f"{TAG_SHOWN} rows are printed)",
+    )
     p.add_argument("--json", action="store_true", help="print the counts and stage statistics as JSON")
     p.set_defaults(run=cmd_tag)
 

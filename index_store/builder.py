@@ -21,7 +21,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from hudi_expr import BloomFilter, ColumnStats, FileStats
+from hudi_expr import BloomFilter, ColumnStats, FileStats, HudiExprError
+from hudi_expr.binding import resolve
 from hudi_expr.footer import stats_from_footers, unify_schemas
 from hudi_expr.stats import leaf_columns
 from index_store.errors import RecordKeyError, TableFormatError
@@ -42,11 +43,13 @@ __all__ = [
     "BuiltFiles",
     "ComputeKeys",
     "ComputeStats",
+    "column_path",
     "compute_file_keys",
     "compute_stats",
     "compute_stats_from_footers",
     "merge_built",
     "open_footers",
+    "top_field",
 ]
 
 T = TypeVar("T")
@@ -221,10 +224,31 @@ def _scan_columns(
     return nan_counts, blooms
 
 
-def _column(table: pa.Table, path: str) -> pa.Array:
-    parts = path.split(".")
-    arr: Any = table[parts[0]].combine_chunks()
-    for p in parts[1:]:
+def column_path(schema: pa.Schema, name: str) -> tuple[str, ...] | None:
+    """The fields leading to column ``name`` of ``schema``: a top-level column of that exact name
+    first (``"a.b"`` may be one column), else a dotted path into structs, as predicates bind
+    (``hudi_expr.binding.resolve``); None when ``schema`` has no such column."""
+    if name in schema.names:
+        return (name,)
+    try:
+        return resolve(schema, name).path
+    except HudiExprError:
+        return None
+
+
+def top_field(schema: pa.Schema, name: str) -> str | None:
+    """The top-level field of ``schema`` that holds column ``name`` (what a reader must read)."""
+    path = column_path(schema, name)
+    return None if path is None else path[0]
+
+
+def _column(table: pa.Table, name: str) -> pa.Array:
+    """Column ``name`` of ``table`` (a top-level name or a path into structs) as one array."""
+    path = column_path(table.schema, name)
+    if path is None:
+        raise KeyError(f"no column {name!r} in {table.schema.names}")
+    arr: Any = table[path[0]].combine_chunks()
+    for p in path[1:]:
         # A NULL struct makes its field NULL: flatten would not say so, so carry the validity.
         arr = pc.struct_field(arr, p)
     return arr

@@ -28,7 +28,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -68,21 +68,24 @@ def build_index(
     spark: SparkSession,
     table: IndexedTable | str | os.PathLike[str],
     bloom_columns: Sequence[str] | None = None,
-    fpp: float = 0.01,
+    fpp: float | None = None,
     files_per_task: int | None = None,
     index_path: str | os.PathLike[str] | None = None,
-    record_key: str | Sequence[str] | None = None,
-    record_index: bool = False,
-    key_fpp: float = 1e-6,
+    record_key: str | Sequence[str] | Literal[False] | None = None,
+    record_index: bool | None = None,
+    key_fpp: float | None = None,
 ) -> int:
     """Build the index of ``table`` (an ``IndexedTable`` or a table path) with its data files read
     on Spark executors; returns the new index version.
 
     Same arguments and same index as ``IndexedTable.build`` (``record_key``, ``record_index`` and
-    ``key_fpp`` too: the files' keys are computed on the executors as well). ``files_per_task``
+    ``key_fpp`` too: the files' keys are computed on the executors as well, and so are the
+    secondary index files); an argument left as None keeps the index's configuration. ``files_per_task``
     defaults to about four tasks per core of the cluster (at most ``MAX_FILES_PER_TASK`` files
     each). Executors must see the table at the same path as the driver (a shared file system).
     """
+    from adapters.spark.secondary import compute_index_files_on_spark  # it imports this module
+
     if files_per_task is not None and files_per_task < 1:
         raise ValueError(f"files_per_task must be at least 1, not {files_per_task}")
     indexed = table if isinstance(table, IndexedTable) else open_table(table, index_path)
@@ -95,6 +98,7 @@ def build_index(
         record_index=record_index,
         key_fpp=key_fpp,
         compute_keys=partial(compute_keys_on_spark, spark, files_per_task),
+        compute_index_files=partial(compute_index_files_on_spark, spark),
     )
 
 

@@ -23,7 +23,7 @@ from functools import partial
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from adapters.clustering import ClusterJob, ClusterResult, run_cluster
@@ -44,12 +44,13 @@ def cluster(
     out: str | os.PathLike[str],
     by: Sequence[str],
     strategy: str = "zorder",
-    target_file_mb: float = 128.0,
+    target_file_mb: float | None = None,
     spark: SparkSession | None = None,
 ) -> ClusterResult:
     """Write a copy of the plain parquet table ``source`` re-clustered by ``by`` into ``out`` (a
     new or empty folder) with Spark (the active session, else a local one), index it, and report
-    the layout of ``by`` before and after."""
+    the layout of ``by`` before and after. Files of about ``target_file_mb``; None: as many as the
+    source's, at least cores x 4 of 1 MiB or more (``adapters.clustering.default_file_count``)."""
     session = spark or SparkSession.getActiveSession()
     if session is None:
         from adapters.spark.session import local_session
@@ -63,8 +64,8 @@ def _write(spark: SparkSession, job: ClusterJob) -> int:
     if job.partitioned:
         reader = reader.option("basePath", job.table.root)
     rows = reader.parquet(*job.files)
-    columns = rows.columns
-    order = [F.col(c).asc_nulls_first() for c in job.by]
+    columns = [_column(c) for c in rows.columns]
+    order = [_column(c).asc_nulls_first() for c in job.by]
     if job.strategy != "linear":
         rows = _with_key(spark, rows, job.by, job.strategy)
         order = [F.col(_KEY).asc(), *order]
@@ -102,16 +103,28 @@ def _write(spark: SparkSession, job: ClusterJob) -> int:
     return written
 
 
+def _quoted(name: str) -> str:
+    """``name`` as a Spark column reference to the top-level column of that name: quoted in
+    backticks, else Spark would read ``a.b`` as field ``b`` of a struct ``a``."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _column(name: str) -> Column:
+    """The top-level column ``name`` (``"a.b"``, ``"my col"`` and keywords included)."""
+    return F.col(_quoted(name))
+
+
 def _with_key(spark: SparkSession, rows: DataFrame, by: list[str], strategy: str) -> DataFrame:
     """``rows`` with the curve key of its clustering columns (signed, in the same order)."""
     bits = grid_bits(len(by))
     cells = []
     for i, column in enumerate(by):
-        distinct = rows.select(column).distinct().toArrow().column(0)
+        distinct = rows.select(_column(column)).distinct().toArrow().column(0)
         cell, value = f"__hudi_cluster_cell_{i}", f"__hudi_cluster_value_{i}"
         table = pa.table({value: distinct, cell: pa.array(column_ranks(distinct, bits).astype(np.int64))})
         lookup = spark.createDataFrame(table)
-        rows = rows.join(F.broadcast(lookup), rows[column].eqNullSafe(lookup[value]), "inner").drop(value)
+        same = rows[_quoted(column)].eqNullSafe(lookup[value])
+        rows = rows.join(F.broadcast(lookup), same, "inner").drop(value)
         cells.append(cell)
     curve = _Keys(zorder_keys if strategy == "zorder" else hilbert_keys, bits)
     with warnings.catch_warnings():

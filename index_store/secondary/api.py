@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from hudi_expr import BloomFilterSet, Expression, Predicate
 from hudi_expr.stats import leaf_columns
+from index_store.builder import top_field
 from index_store.commit import commit, writable
 from index_store.errors import (
     CommitConflictError,
@@ -90,6 +91,9 @@ class RowSelection:
     use: IndexUse
     total_files: int
     partition_values: list[dict[str, Any]] = field(default_factory=list)
+    # Unreadable secondary index files (or manifest) read past with ``on_corrupt="scan"``: their
+    # files' rows are all candidates. One line each, for ``explain()`` and the engines' warnings.
+    corrupt: tuple[str, ...] = ()
 
     def row_ids(self) -> dict[str, pa.Array]:
         """``{file: uint64 row positions}``; files whose selection is empty are left out."""
@@ -116,6 +120,7 @@ class RowSelection:
                 f"rows selected by the index: {known:,}"
                 + (f" (plus every row of {unknown} files without a usable index file)" if unknown else "")
             )
+        lines += self.corrupt
         return "\n".join(lines)
 
 
@@ -175,7 +180,7 @@ class SecondaryIndexes:
                         f"cannot index column {c!r}: it is a partition column, whose files' bounds are its "
                         "values already (file pruning finds its rows exactly)"
                     )
-                if "." in c:
+                if c not in snap.schema.names:  # a path into a struct ("a.b" may be one column)
                     raise IndexDefinitionError(
                         f"cannot index column {c!r}: nested struct fields are not supported"
                     )
@@ -443,12 +448,18 @@ class SecondaryIndexes:
         concerned as having no index (all their rows)."""
         if on_corrupt not in ("raise", "scan", "keep_all"):
             raise ValueError(f"on_corrupt must be 'raise', 'scan' or 'keep_all', not {on_corrupt!r}")
+        corrupt: list[IndexCorruptError] = []
         if on_corrupt != "raise":
             loaded = self._load()
             try:
                 self._usable_manifest(loaded)
-            except IndexCorruptError:
+            except IndexCorruptError as exc:
                 loaded.secondary["manifest"] = MANIFEST_SCHEMA.empty_table()  # as if none was built
+                loaded.secondary["manifest_error"] = exc
+            if "manifest_error" in loaded.secondary:
+                corrupt.append(loaded.secondary["manifest_error"])
+        elif "manifest_error" in self._load().secondary:
+            raise self._load().secondary["manifest_error"]  # read past before, on_corrupt="scan"
         cand = self._candidates(expr)
         loaded, bound = cand.loaded, cand.bound
         snap = loaded.snap
@@ -520,6 +531,7 @@ class SecondaryIndexes:
                 on_corrupt,
                 absent,
                 expected,
+                corrupt,
             )
         else:
             rows = [FileRows(None, False)] * len(candidates)
@@ -535,6 +547,7 @@ class SecondaryIndexes:
             use=use,
             total_files=cand.total,
             partition_values=[cand.partition_values.get(p, {}) for p in rel_paths + unknown],
+            corrupt=tuple(dict.fromkeys(_scanned(exc) for exc in corrupt)),
         )
 
     def _absent_keys(
@@ -582,7 +595,7 @@ class SecondaryIndexes:
                     f"no column {c!r} in the table (columns: {', '.join(schema.names)})"
                 )
         bound = expr.bind(schema)
-        needed = list(dict.fromkeys(wanted + [r.split(".")[0] for r in bound.references()]))
+        needed = list(dict.fromkeys(wanted + _top_fields(schema, bound.references())))
         filter_expr = bound.to_pyarrow()
         out_schema = pa.schema([schema.field(c) for c in wanted])
         jobs = [
@@ -635,7 +648,7 @@ class SecondaryIndexes:
     def _count_reading(self, selection: RowSelection, expr: Expression, which: list[int]) -> int:
         schema = self._load().snap.schema
         bound = expr.bind(schema)
-        needed = list(dict.fromkeys(r.split(".")[0] for r in bound.references())) or [schema.names[0]]
+        needed = list(dict.fromkeys(_top_fields(schema, bound.references()))) or [schema.names[0]]
         sub = RowSelection(
             [selection.files[i] for i in which],
             [selection.row_counts[i] for i in which],
@@ -645,6 +658,20 @@ class SecondaryIndexes:
             [selection.partition_values[i] for i in which],
         )
         return len(self._read_selection(sub, expr, needed))
+
+
+def _scanned(exc: IndexCorruptError) -> str:
+    """What reading past an unreadable index file did, and how to repair it, in one line."""
+    return (
+        f"secondary index file {exc.path} is corrupt ({exc.reason}): every row of the files it "
+        "indexes was read instead; rebuild it: hudi-index index build TABLE --all "
+        "(Python: IndexedTable.build_index(strategy='all'))"
+    )
+
+
+def _top_fields(schema: pa.Schema, columns: Iterable[str]) -> list[str]:
+    """The top-level fields holding ``columns`` (a column named ``"a.b"`` is its own field)."""
+    return [top_field(schema, c) or c for c in columns]
 
 
 def _under_instant(rel: str, version: int) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from index_store.builder import _column, _open_parquet, _parallel, _show, _workers
+from index_store.builder import _column, _open_parquet, _parallel, _show, _workers, top_field
 from index_store.errors import IndexStaleError
 from index_store.partitions.secondary import MANIFEST_SCHEMA
 from index_store.secondary.format import FileInfo, entries_of, index_file_bytes
@@ -71,13 +71,13 @@ def index_file_bytes_for(table_root: str, task: FileTask) -> tuple[bytes, dict[s
         raise IndexStaleError(
             table_root, f"{task.path} has {pf.metadata.num_rows} rows, the index says {task.row_count}"
         )
-    present = set(pf.schema_arrow.names)
-    tops = [c.split(".")[0] for c in task.columns]
-    table = pf.read(columns=list(dict.fromkeys(t for t in tops if t in present)))
+    file_schema = pf.schema_arrow
+    tops = [top_field(file_schema, c) for c in task.columns]
+    table = pf.read(columns=list(dict.fromkeys(t for t in tops if t is not None)))
     blocks: dict[str, pa.Table] = {}
     for column, data_type, top in zip(task.columns, task.types, tops, strict=True):
         # A file written before the column existed holds only NULLs in it.
-        values = _column(table, column) if top in present else pa.nulls(task.row_count, data_type)
+        values = _column(table, column) if top is not None else pa.nulls(task.row_count, data_type)
         keys, rows = kind.pairs(values)
         blocks[column] = entries_of(keys.cast(kind.key_type(data_type)), rows, task.row_count)
     info = FileInfo(task.path, task.size, task.mtime_ns, task.row_count)

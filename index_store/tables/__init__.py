@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Literal
 
 import pyarrow as pa
 
-from index_store.errors import TableFormatError, UnsupportedTableError
+from index_store.errors import NotATableError, TableFormatError, UnsupportedTableError
 from index_store.tables.base import DataFile, Listing, TableReader
 from index_store.tables.hudi import HudiCowTable
 from index_store.tables.plain import PlainParquetTable, require_directory
@@ -21,6 +22,7 @@ __all__ = [
     "list_files",
     "listing",
     "open_reader",
+    "require_table",
 ]
 
 
@@ -37,6 +39,16 @@ def list_files(reader: TableReader, *, stat: bool = False) -> list[DataFile]:
     if isinstance(reader, PlainParquetTable):
         return reader.list_files(stat=stat)
     return reader.list_files()
+
+
+def require_table(reader: TableReader, files: Sequence[DataFile]) -> None:
+    """``NotATableError`` when ``reader``'s folder, whose live ``files`` these are, is no table: a
+    plain folder with no parquet file but other files. An empty folder is an empty table, and a
+    Hudi table is one with or without data commits."""
+    if not files and isinstance(reader, PlainParquetTable):
+        found = reader.stray_files()
+        if found:
+            raise NotATableError(reader.root, found)
 
 
 def _is_iceberg(root: str) -> bool:

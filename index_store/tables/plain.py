@@ -227,6 +227,28 @@ class PlainParquetTable:
         """``list_files`` as a ``Listing``: the same object until something changes on disk."""
         return self._scan(stat)[0]
 
+    def stray_files(self, limit: int = 4) -> list[str]:
+        """Up to ``limit`` visible files (table-relative) when the folder holds no ``*.parquet``
+        file at all, not even an empty one (a write in progress): what makes it no table (a
+        typo'd path, a folder of CSV files). Empty when it holds a parquet file or no visible file
+        (an empty table). Walks the folder like a listing; meant for when a listing found nothing."""
+        found: list[str] = []
+        pending = [""]
+        while pending:
+            rel = pending.pop()
+            with os.scandir(os.path.join(self.root, rel) if rel else self.root) as entries:
+                for entry in entries:
+                    if is_hidden(entry.name):
+                        continue
+                    child = f"{rel}/{entry.name}" if rel else entry.name
+                    if entry.is_dir():
+                        pending.append(child)
+                    elif entry.name.endswith(".parquet"):
+                        return []
+                    elif len(found) < limit:
+                        found.append(child)
+        return sorted(found)
+
     def partition_schema(self) -> pa.Schema:
         """The hive partition columns and their types (their folder values win over any same-named
         column inside the files, as in DuckDB and Spark); empty for a flat directory."""

@@ -258,3 +258,37 @@ def test_an_unknown_bloom_column_fails_as_locally(
 def test_files_per_task_must_be_positive(spark: SparkSession, flat_table: Path) -> None:
     with pytest.raises(ValueError, match="files_per_task"):
         build_index(spark, flat_table, files_per_task=0)
+
+
+def test_odd_column_names_and_a_kept_configuration(spark: SparkSession, tmp_path: Path) -> None:
+    """Bloom columns named as the schema has them (``a.b`` is one top-level column, ``s.y`` a
+    struct's field), and a second build on Spark keeps the configuration and builds the
+    secondary index again, as a local build does."""
+    root = tmp_path / "odd"
+    root.mkdir()
+    names = ["a.b", "my col", 'q"uote', "é", "select"]
+    for i in range(6):
+        values = pa.array(range(i * 100, i * 100 + 100, 2), pa.int64())
+        columns: dict[str, pa.Array] = dict.fromkeys(names, values)
+        columns["s"] = pa.StructArray.from_arrays([values], ["y"])
+        pq.write_table(pa.table(columns), root / f"f{i}.parquet")
+    blooms = [*names, "s.y"]
+    local, on_spark = _build_both(spark, root, tmp_path / "index", bloom_columns=blooms)
+    for name in blooms:
+        assert on_spark.prune(col(name) == 101).kept == 0, name  # in range: the bloom filter prunes it
+    for table in (local, on_spark):
+        table.create_index(["a.b"])
+    v_local = local.build(record_key="a.b", record_index=True, progress=False)
+    v_spark = build_index(spark, on_spark, record_key="a.b", record_index=True)
+    assert v_local == v_spark
+    v_local, v_spark = local.build(progress=False), build_index(spark, on_spark, files_per_task=2)
+    assert v_local == v_spark
+    for table in (local, on_spark):
+        config = table.snapshot().config
+        assert (config.bloom_columns, config.key_fields, config.record_index) == (
+            tuple(blooms),
+            ("a.b",),
+            True,
+        )
+        assert [(s.name, s.complete) for s in table.indexes()] == [("idx_value_a_b", True)]
+    assert on_spark.count(col("a.b") == 302) == 1

@@ -124,3 +124,24 @@ def test_the_cli_runs_on_spark(
     result = json.loads(out)
     assert result["rows"] == ROWS and result["files"] >= 2
     assert result["after"][0]["point_kept"] < result["before"][0]["point_kept"]
+
+
+def test_spark_clusters_by_columns_named_as_sql_must_quote(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``a.b`` is one top-level column (not field ``b`` of ``a``); spaces, quotes, backticks,
+    non-ASCII letters and keywords are names like any other."""
+    root = tmp_path / "odd"
+    root.mkdir()
+    names = ["a.b", "my col", 'q"uote', "b`tick", "é", "select"]
+    rng = random.Random(5)
+    for i in range(4):
+        pq.write_table(
+            pa.table({n: [rng.randrange(1000) for _ in range(200)] for n in names}), root / f"f{i}.parquet"
+        )
+    by = ["a.b", "b`tick"]
+    mine = duckdb_cluster(root, tmp_path / "duckdb", by, "zorder", target_file_mb=0.001)
+    theirs = spark_cluster(root, tmp_path / "spark", by, "zorder", target_file_mb=0.001, spark=spark)
+    assert mine.files == theirs.files >= 2 and theirs.rows == 800
+    assert _bounds(mine.out, by) == _bounds(theirs.out, by)
+    assert sorted(open_table(theirs.out).stats(names).columns) == sorted(names)
+    linear = spark_cluster(root, tmp_path / "linear", names, "linear", target_file_mb=0.001, spark=spark)
+    assert linear.rows == 800
