@@ -26,7 +26,16 @@ from index_store.partitions.record_index import METADATA_KEY as RECORD_INDEX_MET
 from index_store.tagging import TagStats, tag_stats
 from index_store.tagging.stats import TAG_STATS_KEY
 
-__all__ = ["CHECK_SHOWN", "cmd_check", "cmd_tag", "has_keys", "key_lines", "key_summary", "key_text"]
+__all__ = [
+    "CHECK_SHOWN",
+    "TAG_SHOWN",
+    "cmd_check",
+    "cmd_tag",
+    "has_keys",
+    "key_lines",
+    "key_summary",
+    "key_text",
+]
 
 
 # Keys tagged per call when a progress bar is shown (the bar moves once per chunk).
@@ -34,6 +43,7 @@ TAG_CHUNK = 1_000_000
 # Columns taken as record key strings when the file has no --key-col and not the key fields.
 KEY_COLUMNS = ("_hoodie_record_key", "key")
 CHECK_SHOWN = 10  # duplicate keys ``check`` prints (all are counted)
+TAG_SHOWN = 20  # result rows ``tag`` prints without --out (all are counted)
 
 
 def has_keys(config: IndexConfig) -> bool:
@@ -212,13 +222,13 @@ def _show_progress() -> bool:
     return sys.stderr.isatty()
 
 
-def _tag(table: IndexedTable, keys: _Keys, using: str, sync: bool) -> pa.Table:
+def _tag(table: IndexedTable, keys: _Keys, using: str, sync: bool, on_duplicate: str = "all") -> pa.Table:
     """``table.tag`` of every key; on a terminal, in chunks of ``TAG_CHUNK`` keys with a progress bar
     (chunks in input order, their results concatenated: what a single call returns). Sorting the
     keys first would give each chunk fewer files to read, but costs more than it saves."""
     n = len(keys)
     if n <= TAG_CHUNK or not _show_progress():
-        return table.tag(keys.keys, keys.partitions, using, sync=sync)  # type: ignore[arg-type]
+        return table.tag(keys.keys, keys.partitions, using, sync=sync, on_duplicate=on_duplicate)  # type: ignore[arg-type]
     from tqdm import tqdm
 
     results = []
@@ -226,7 +236,9 @@ def _tag(table: IndexedTable, keys: _Keys, using: str, sync: bool) -> pa.Table:
         for start in range(0, n, TAG_CHUNK):
             chunk = keys.keys.slice(start, TAG_CHUNK)
             parts = None if keys.partitions is None else keys.partitions.slice(start, TAG_CHUNK)
-            results.append(table.tag(chunk, parts, using, sync=sync and not start))  # type: ignore[arg-type]
+            results.append(
+                table.tag(chunk, parts, using, sync=sync and not start, on_duplicate=on_duplicate)  # type: ignore[arg-type]
+            )
             bar.update(len(chunk))
     stats = _merged_stats([tag_stats(r) for r in results])
     result = pa.concat_tables(results).combine_chunks()
@@ -266,7 +278,7 @@ def cmd_tag(args: argparse.Namespace) -> int:
     read_seconds = time.perf_counter() - t_read
     t1 = time.perf_counter()
     try:
-        result = _tag(table, keys, args.using, args.sync)
+        result = _tag(table, keys, args.using, args.sync, args.on_duplicate)
     except IndexStaleError as exc:
         raise _stale(exc, args) from None
     tag_seconds = time.perf_counter() - t1
@@ -292,12 +304,38 @@ def cmd_tag(args: argparse.Namespace) -> int:
     scope = "per partition" if keys.partitions is not None else "globally"
     counts = f"{count_text(stats.updates, 'update')}, {count_text(stats.inserts, 'insert')}"
     print(f"{counts} ({count_text(stats.keys, 'key')} from {keys.source})")
+    if stats.several_files:
+        held = "key is" if stats.several_files == 1 else "keys are"
+        print(
+            f"{stats.several_files:,} {held} in more than one live file: "
+            "a row per file (each copy is updated)"
+        )
     print(f"tagged {scope} with {how} over {files_text(stats.files)}:")
     print(stats.table())
     if out is not None:
         print(f"wrote {result.num_rows:,} rows (key, partition, file) to {out}")
+    else:
+        for line in _result_lines(result, table.root):
+            print(line)
     print(f"total {total:.2f} s (reading keys {read_seconds:.2f} s, tagging {tag_seconds:.2f} s)")
     return 0
+
+
+def _result_lines(result: pa.Table, root: str) -> list[str]:
+    """The first ``TAG_SHOWN`` result rows as an aligned table (files relative to the table), and
+    how many more there are."""
+    shown = result.slice(0, TAG_SHOWN)
+    prefix = root.rstrip(os.sep) + os.sep
+    rows = [("key", "partition", "file", "status")]
+    for key, part, file in zip(*(shown[c].to_pylist() for c in ("key", "partition", "file")), strict=True):
+        where = "-" if file is None else file[len(prefix) :] if file.startswith(prefix) else file
+        rows.append((key, part or "-", where, "insert" if file is None else "update"))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines[0] += f"  (files in {root})"
+    if result.num_rows > TAG_SHOWN:
+        lines.append(f"... and {result.num_rows - TAG_SHOWN:,} more rows (--out FILE writes them all)")
+    return lines
 
 
 # -- check

@@ -34,6 +34,22 @@ class TableFormatError(IndexStoreError):
     """The table's own metadata (e.g. Hudi's .hoodie) is missing or malformed."""
 
 
+class NotATableError(TableFormatError, ValueError):
+    """The path is a folder but no table: no parquet data file (not even an empty one, a write in
+    progress) and no Hudi table, yet other files (a typo'd path, a folder of CSV files). An empty
+    table is a folder with no files at all, or a Hudi table with no data commit."""
+
+    def __init__(self, root: str, found: list[str]) -> None:
+        shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
+        super().__init__(
+            f"{root} is not a table: it holds no parquet data file and no Hudi table "
+            f"(.hoodie/hoodie.properties), only other files ({shown}); check the path (an empty "
+            "table is a folder with no files at all)"
+        )
+        self.root = root
+        self.found = found
+
+
 class IndexNotBuiltError(IndexStoreError, ValueError):
     """The table has no index yet: it must be built before it can prune or be updated."""
 
@@ -56,6 +72,12 @@ class IndexNotWritableError(IndexStoreError, PermissionError):
 class RecordKeyError(IndexStoreError, ValueError):
     """Record keys given for tagging (or found in a table) that cannot be used: a key column
     missing or of an unsupported type, null keys, no key configured for the table."""
+
+
+class PartitionPathError(RecordKeyError):
+    """A partition value given for tagging that maps to no partition path of the table: the wrong
+    number of levels, a ``k=v`` level with another key than the table's, or an empty level. Tagging
+    such a key in a partition of its own would call a present key an insert."""
 
 
 class IndexStaleError(IndexStoreError):

@@ -13,6 +13,8 @@ import dataclasses
 import datetime as dt
 import os
 import time
+import warnings
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +36,7 @@ from index_store.config import IndexConfig
 from index_store.errors import (
     CommitConflictError,
     IndexCorruptError,
+    IndexDefinitionError,
     IndexNotBuiltError,
     IndexStaleError,
     RecordKeyError,
@@ -56,11 +59,14 @@ from index_store.partitions.record_index import lookup_record_keys
 from index_store.partitions.record_keys import KeyFilters
 from index_store.record_key import RecordKeySpec
 from index_store.secondary.api import STAGING, SecondaryIndexes
+from index_store.secondary.build import ComputeIndexFiles
 from index_store.secondary.definitions import IndexDefinition
+from index_store.secondary.kinds import UnsupportedColumnError, index_kind
 from index_store.secondary.kinds import kinds as index_kinds
 from index_store.secondary.tagging import verify_with_index
 from index_store.tables.base import DataFile, Listing, TableReader
-from index_store.tagging.tagger import RecordMatches, TagContext, tag_keys, tag_method
+from index_store.tagging.partitions import PartitionLayout
+from index_store.tagging.tagger import RecordMatches, TagContext, check_on_duplicate, tag_keys, tag_method
 from index_store.tagging.verify import Verified, verify_pairs
 from index_store.timeline import Commit, IndexTimeline, Snapshot
 
@@ -251,6 +257,10 @@ class _Loaded:
         return self._partitions
 
 
+# The partition layout of each loaded index version that tagged with partitions (dropped with it).
+_LAYOUTS: weakref.WeakKeyDictionary[_Loaded, PartitionLayout] = weakref.WeakKeyDictionary()
+
+
 @dataclass(frozen=True)
 class Candidates:
     """File pruning for row selection: per live file of ``loaded``, kept or not, and changed on
@@ -387,6 +397,12 @@ class IndexedTable(SecondaryIndexes):
         size and modification time now whatever it says. ``on_corrupt="keep_all"`` keeps every
         file instead of raising ``IndexCorruptError`` when the index cannot be read.
         """
+        if isinstance(expr, str):
+            raise TypeError(
+                "prune takes a hudi_expr expression, not SQL text: parse it first with "
+                "adapters.duckdb.translate_sql(text, schema=table.snapshot().schema), which DuckDB "
+                "checks against the table's columns (hudi-index prune --where does this)"
+            )
         not_used = expr.not_used if isinstance(expr, Translation) else ()
         predicate = expr.expr if isinstance(expr, Translation) else expr
         try:
@@ -473,26 +489,38 @@ class IndexedTable(SecondaryIndexes):
         using: Literal["auto", "bloom", "record"] = "auto",
         *,
         sync: bool = False,
+        on_duplicate: Literal["all", "error"] = "all",
     ) -> pa.Table:
         """Which data file holds each record key (an update), and which keys are new (inserts).
 
         ``keys``: record key strings exactly as Hudi writes ``_hoodie_record_key``, or a table of
         the key columns, encoded with the table's key generator. ``partitions`` (aligned with
         ``keys``): tag each key within its partition only (Hudi's non-global index); without it the
-        whole table is searched. ``using``: ``bloom`` (key ranges, bloom filters, then reading the
-        candidates' key columns), ``record`` (the record index) or ``auto`` (the record index when
-        built). Returns one row per key, in input order: ``key``, ``partition``, ``file`` (absolute
-        path; null for an insert); ``index_store.tagging.tag_stats(result)`` gives per-stage counts.
+        whole table is searched. Partition values are mapped to the table's partition paths
+        (``index_store.tagging.partitions``): null or ``""`` is a non-partitioned table's one
+        partition, ``apac`` is ``region=apac`` on a table partitioned by ``region=``, a trailing
+        ``/`` is dropped; a well-formed partition the table lacks is new (its keys are inserts);
+        one that cannot be mapped raises ``PartitionPathError``. ``using``: ``bloom`` (key ranges,
+        bloom filters, then reading the candidates' key columns), ``record`` (the record index) or
+        ``auto`` (the record index when built). Returns rows in input order: ``key``,
+        ``partition`` (the mapped path given, else the file's), ``file`` (absolute path; null for
+        an insert); ``index_store.tagging.tag_stats(result)`` gives per-stage counts.
+
+        A key held by several live files (a Hudi table written with ``insert`` can hold one twice
+        in a partition) gets one row per file with ``on_duplicate="all"``, as Hudi's bloom index
+        tags it (each copy is updated); ``"error"`` raises ``DuplicateKeyError`` instead.
 
         The index must be current: files added or rewritten since the last sync raise
         ``IndexStaleError`` (``sync=True`` syncs first), since a key in an unindexed file would
-        otherwise be reported as an insert. Null keys raise ``RecordKeyError``.
+        otherwise be reported as an insert. Null and empty keys raise ``RecordKeyError``: Hudi's
+        key generators refuse both (``HoodieKeyException``), so no table holds one.
         """
         loaded = self._load()
         if not loaded.snap.version:
             raise IndexNotBuiltError(self.root)
         config = loaded.snap.config
         spec, method = tag_method(config, self.root, using)
+        check_on_duplicate(on_duplicate)
         key_array = _key_array(keys, spec)
         part_array = _partition_array(partitions, len(key_array))
 
@@ -501,7 +529,9 @@ class IndexedTable(SecondaryIndexes):
             if not sync:
                 raise IndexStaleError(self.root, fresh.reason())
             self.sync()
-            return self.tag(keys, partitions, using)
+            return self.tag(keys, partitions, using, on_duplicate=on_duplicate)
+        if part_array is not None:
+            part_array = self._partition_layout(loaded).normalize(part_array)
 
         def record_lookup(wanted: pa.Array) -> RecordMatches:
             found = lookup_record_keys(self.index_root, loaded.snap.live.get("record_index", ()), wanted)
@@ -538,7 +568,16 @@ class IndexedTable(SecondaryIndexes):
             record_lookup=record_lookup if config.record_index else None,
             leading_bounds=leading_bounds,
         )
-        return tag_keys(context, key_array, part_array, method)
+        return tag_keys(context, key_array, part_array, method, on_duplicate)
+
+    def _partition_layout(self, loaded: _Loaded) -> PartitionLayout:
+        """The form of the partition paths of ``loaded``'s live files (kept with the version)."""
+        layout = _LAYOUTS.get(loaded)
+        if layout is None:
+            fields = getattr(self.reader, "partition_fields", None)  # Hudi declares its fields
+            layout = PartitionLayout.of(self.root, loaded.partitions(self.index_root), fields)
+            _LAYOUTS[loaded] = layout
+        return layout
 
     def _index_verifier(
         self, loaded: _Loaded, spec: RecordKeySpec
@@ -596,7 +635,8 @@ class IndexedTable(SecondaryIndexes):
     def duplicate_keys(self) -> pa.Table:
         """Record keys held by more than one live data file (a key, partition and file per row),
         from the record index (or, without one, by reading every file's keys): a table breaking
-        key uniqueness, which ``tag`` refuses to guess about. Empty when keys are unique."""
+        key uniqueness (``tag`` names every copy, or refuses with ``on_duplicate="error"``).
+        Empty when keys are unique."""
         loaded = self._load()
         if not loaded.snap.version:
             raise IndexNotBuiltError(self.root)
@@ -654,74 +694,73 @@ class IndexedTable(SecondaryIndexes):
     def build(
         self,
         bloom_columns: Sequence[str] | None = None,
-        fpp: float = 0.01,
+        fpp: float | None = None,
         progress: bool | None = None,
         compute: ComputeStats | None = None,
         rebuild: bool = False,
-        record_key: str | Sequence[str] | None = None,
-        record_index: bool = False,
-        key_fpp: float = 1e-6,
+        record_key: str | Sequence[str] | Literal[False] | None = None,
+        record_index: bool | None = None,
+        key_fpp: float | None = None,
         compute_keys: ComputeKeys | None = None,
         record_index_shards: int | None = None,
+        compute_index_files: ComputeIndexFiles | None = None,
     ) -> int:
-        """Index every live data file from scratch (a checkpoint commit); returns its version.
+        """Index every live data file from scratch (a checkpoint commit); returns the index version.
 
-        Tables with a record key (Hudi tables; plain ones given ``record_key``, one column or
-        several, encoded as Hudi's key generators do) also get each file's key bounds and a Hudi
-        bloom filter of its keys (taken from Hudi footers when there, else built at ``key_fpp``),
-        for ``tag``; ``record_index`` adds the record-level index (key -> file), in
-        ``record_index_shards`` hash shards per index file (a power of two; None: one per 4M keys).
-        ``compute_keys`` replaces ``compute_file_keys`` the way ``compute`` replaces
-        ``compute_stats`` (same arguments and result; e.g. on Spark executors).
+        The index keeps its configuration: an argument left as None keeps what the index was last
+        built with (its newest readable timeline entry), so ``build()`` and ``build(rebuild=True)``
+        rebuild exactly the index there was; a value given changes that setting. Without an index,
+        None means the default. ``bloom_columns``: the columns with bloom filters (replacing the
+        list; ``[]``: none; default: the table's record key column, if any). ``fpp``: their
+        false-positive rate (default 0.01). ``record_key``: the record key of a plain table, one
+        column or several, encoded as Hudi's key generators do (False: none; a Hudi table's own is
+        used by default); with one, each file's key bounds and a Hudi bloom filter of its keys
+        (from Hudi footers when there, else built at ``key_fpp``, default 1e-6) are kept for
+        ``tag``. ``record_index`` (default False) adds the record-level index (key -> file), in
+        ``record_index_shards`` hash shards per index file (a power of two; default: one per 4M
+        keys). Secondary index definitions are always kept, and their files built anew (a second
+        commit, whose version is returned); ``drop_index`` removes one.
 
         A build never reads the index it replaces, so it also repairs a corrupt one (readers replay
         from the newest checkpoint). ``rebuild`` first moves the whole index folder aside (to
         ``<index>.broken-<time>``), for an index too damaged to append to. ``compute`` replaces
         ``compute_stats`` (same arguments and result), e.g. to compute the stats on a cluster;
-        listing and committing stay here, so the index is the same.
+        ``compute_keys`` replaces ``compute_file_keys`` and ``compute_index_files`` computes the
+        secondary index files (``build_index(compute=...)``) the same way; listing and committing
+        stay here, so the index is the same. A folder holding no parquet file and no Hudi table,
+        yet other files, raises ``NotATableError`` and nothing is written.
         """
-        spec = self._key_spec(record_key)
-        if record_index and spec is None:
-            raise RecordKeyError(
-                f"a record index needs a record key: {self.root} has none; name its key columns with "
-                "build(record_key=[...]) (CLI: --record-key a,b)"
-            )
-        # Secondary index definitions outlive a rebuild (their files are rebuilt by build_index).
-        definitions = self._latest_definitions()
-        if rebuild:
-            self._move_aside()
         files = _tables.list_files(self.reader, stat=True)
-        if bloom_columns is None:
-            # A key column the files store (Hudi's _hoodie_record_key) is served by the key
-            # filters (Hudi's own footer filters): no need to read it for another bloom filter.
-            key = self.reader.record_key_field()
-            bloom_columns = [key] if key and (spec is None or spec.column != key) else []
+        _tables.require_table(self.reader, files)
+        stored = self.stored_config()
+        config, spec = self._build_config(stored, bloom_columns, fpp, record_key, record_index, key_fpp)
+        if record_index_shards is not None:
+            if record_index_shards < 1 or record_index_shards & (record_index_shards - 1):
+                raise ValueError(f"record_index_shards must be a power of two, not {record_index_shards}")
+            config = dataclasses.replace(config, record_index_shards=record_index_shards)
         built = (compute or compute_stats)(
             self.root,
             files,
             self.reader.partition_schema(),
-            bloom_columns=bloom_columns,
-            fpp=fpp,
+            bloom_columns=list(config.bloom_columns),
+            fpp=config.fpp,
             progress=progress,
         )
         if compute is not None and [f.path for f in built.files] != [f.path for f in files]:
             raise ValueError("compute returned stats of other files than it was given (or out of order)")
+        if files:
+            _check_definitions(config.secondary_indexes, built.stats.schema, self.root)
         file_keys = (
-            (compute_keys or compute_file_keys)(self.root, files, spec, key_fpp, record_index, progress)
+            (compute_keys or compute_file_keys)(
+                self.root, files, spec, config.key_fpp, config.record_index, progress
+            )
             if spec is not None
             else None
         )
         if file_keys is not None and len(file_keys.min_key) != len(files):
             raise ValueError("compute_keys returned keys of other files than it was given")
-        if record_index_shards is not None and (
-            record_index_shards < 1 or record_index_shards & (record_index_shards - 1)
-        ):
-            raise ValueError(f"record_index_shards must be a power of two, not {record_index_shards}")
-        config = dataclasses.replace(
-            self._config(bloom_columns, fpp, spec, key_fpp, record_index),
-            record_index_shards=record_index_shards,
-            secondary_indexes=definitions,
-        )
+        if rebuild:
+            self._move_aside()
 
         def prepare_commit(snap: Snapshot) -> Commit:
             added = self._write_batch(
@@ -742,18 +781,85 @@ class IndexedTable(SecondaryIndexes):
                 config=config,
             )
 
-        return commit(self.timeline, prepare_commit, state=self._next_version_only)
+        version = commit(self.timeline, prepare_commit, state=self._next_version_only)
+        if config.secondary_indexes and files:
+            indexed = self.build_index(None, "all", progress, compute=compute_index_files)
+            version = indexed if indexed is not None else version
+        return version
 
-    def _latest_definitions(self) -> tuple[IndexDefinition, ...]:
-        """The secondary index definitions of the newest timeline entry (none if unreadable: a
-        build must work on an index too damaged to read)."""
+    def stored_config(self) -> IndexConfig | None:
+        """The configuration the index was last built or changed with: that of its newest readable
+        timeline entry (a build must work on an index too damaged to read, and keep what it can);
+        None when there is no index. A warning says when the newest entries could not be read."""
         versions = self.timeline.versions()
-        if not versions:
-            return ()
-        try:
-            return self.timeline.read(versions[-1]).config.secondary_indexes
-        except (IndexCorruptError, OSError):
-            return ()
+        for v in reversed(versions):
+            try:
+                config = self.timeline.read(v).config
+            except (IndexCorruptError, OSError, ValueError):
+                continue
+            if v != versions[-1]:
+                warnings.warn(
+                    f"index version {versions[-1]} of {self.root} is unreadable: the configuration of "
+                    f"version {v} is kept",
+                    stacklevel=3,
+                )
+            return config
+        if versions:
+            warnings.warn(
+                f"no index version of {self.root} is readable: its configuration (bloom columns, record "
+                "key, record index, secondary indexes) is lost; give it again to build",
+                stacklevel=3,
+            )
+        return None
+
+    def _build_config(
+        self,
+        stored: IndexConfig | None,
+        bloom_columns: Sequence[str] | None,
+        fpp: float | None,
+        record_key: str | Sequence[str] | Literal[False] | None,
+        record_index: bool | None,
+        key_fpp: float | None,
+    ) -> tuple[IndexConfig, RecordKeySpec | None]:
+        """What a build makes, and its record key: each setting given, else the ``stored`` one,
+        else the default. The table's kind, record key field and partition columns always come
+        from the table."""
+        base = stored if stored is not None else IndexConfig()
+        if record_key is False:
+            spec = None
+        elif record_key is not None:
+            spec = self._key_spec(record_key)
+        else:
+            spec = RecordKeySpec.from_config(stored) if stored is not None else None
+            if spec is None:
+                spec = self._key_spec(None)  # what a Hudi table declares
+        keyed = spec is not None
+        if record_index is None:
+            record_index = keyed and base.record_index
+        if record_index and not keyed:
+            raise RecordKeyError(
+                f"a record index needs a record key: {self.root} has none; name its key columns with "
+                "build(record_key=[...]) (CLI: --record-key a,b)"
+            )
+        if bloom_columns is None and stored is not None:
+            bloom_columns = stored.bloom_columns
+        elif bloom_columns is None:
+            # A key column the files store (Hudi's _hoodie_record_key) is served by the key
+            # filters (Hudi's own footer filters): no need to read it for another bloom filter.
+            key = self.reader.record_key_field()
+            bloom_columns = [key] if key and (spec is None or spec.column != key) else []
+        elif isinstance(bloom_columns, str):
+            bloom_columns = [bloom_columns]
+        config = self._config(
+            list(dict.fromkeys(bloom_columns)),
+            base.fpp if fpp is None else fpp,
+            spec,
+            base.key_fpp if key_fpp is None else key_fpp,
+            record_index,
+        )
+        shards = base.record_index_shards if record_index else None
+        made = dataclasses.replace(config, record_index_shards=shards)
+        return dataclasses.replace(made, secondary_indexes=base.secondary_indexes), spec
 
     def _next_version_only(self) -> Snapshot:
         """An empty snapshot at the latest version: what a build needs, read without replaying."""
@@ -1035,6 +1141,27 @@ class IndexedTable(SecondaryIndexes):
         return described
 
 
+def _check_definitions(definitions: Sequence[IndexDefinition], schema: pa.Schema, root: str) -> None:
+    """``IndexDefinitionError`` when a secondary index covers a column the table no longer has, or
+    no longer of a type its index type takes: a build keeps every definition and builds it."""
+    leaves = leaf_columns(schema)
+    for d in definitions:
+        kind = index_kind(d.index_type)
+        for c in d.columns:
+            if c not in schema.names or c not in leaves:
+                why = "the table has no such column any more"
+            else:
+                try:
+                    kind.check(c, leaves[c])
+                    continue
+                except UnsupportedColumnError as exc:
+                    why = str(exc)
+            raise IndexDefinitionError(
+                f"secondary index {d.name!r} covers column {c!r}, which it cannot index now ({why}): "
+                f"drop it first (hudi-index index drop {root} --name {d.name}; Python: drop_index)"
+            )
+
+
 def _key_array(keys: Any, spec: RecordKeySpec) -> pa.StringArray:
     """Record key strings from what ``tag`` was given (a table of key columns is encoded)."""
     if isinstance(keys, pa.Table | pa.RecordBatch):
@@ -1058,6 +1185,14 @@ def _key_array(keys: Any, spec: RecordKeySpec) -> pa.StringArray:
     if array.null_count:
         raise RecordKeyError(
             f"{array.null_count} of {len(array)} record keys are null: a record key is never null"
+        )
+    empty = pc.sum(pc.equal(pc.binary_length(array), 0)).as_py() or 0
+    if empty:
+        # Hudi's key generators refuse an empty key (KeyGenUtils: "cannot be null or empty"), so a
+        # table never holds one: calling it an insert would write a row no Hudi writer could.
+        raise RecordKeyError(
+            f"{empty} of {len(array)} record keys are empty: a Hudi record key is never empty "
+            "(its key generators refuse one); drop those rows or fix their key"
         )
     return array.cast(pa.string())
 

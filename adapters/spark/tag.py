@@ -21,9 +21,14 @@ answers are those of ``IndexedTable.tag``; only the work moves to the executors:
 Python work runs in scalar Arrow UDFs, not ``mapInArrow``: PySpark 4.3 plans ``mapInArrow``
 through ``pandas_udf`` and so requires pandas, which this library does not depend on.
 
-A key held by two live files raises ``DuplicateKeyError`` on the driver (found by an aggregation),
-as locally. The intermediate results are local checkpoints (``localCheckpoint``: kept on the
-executors, freed when no longer referenced), so the returned DataFrame does not redo the probing
+A key held by several live files is tagged with each (the input row repeated once per file, as
+Hudi's bloom index tags every copy), or, with ``on_duplicate="error"``, raises
+``DuplicateKeyError`` on the driver (found by an aggregation), as locally. Partition values are
+mapped to the table's partition paths on the executors by the local rule
+(``index_store.tagging.partitions``).
+
+The intermediate results are local checkpoints (``localCheckpoint``: kept on the executors, freed
+when no longer referenced), so the returned DataFrame does not redo the probing
 when it is used; its own work is one join of ``df`` with the (key -> file) answers. Like any local
 checkpoint, it is lost with an executor that goes away before the result is used.
 """
@@ -58,6 +63,7 @@ from index_store.errors import (
     IndexNotBuiltError,
     IndexStaleError,
     IndexStoreError,
+    PartitionPathError,
     RecordKeyError,
     TableFormatError,
 )
@@ -65,8 +71,9 @@ from index_store.hudi_bloom import HudiBloomFilter, HudiBloomFilterSet, HudiBloo
 from index_store.partitions import RECORD_INDEX_SCHEMA, read_files
 from index_store.partitions.record_keys import RecordKeysPartition, read_record_key_rows
 from index_store.record_key import UNKNOWN, RecordKeySpec
+from index_store.tagging.partitions import PartitionLayout
 from index_store.tagging.ranges import SortedBounds, needs_both_orders, range_pairs
-from index_store.tagging.tagger import tag_method
+from index_store.tagging.tagger import check_on_duplicate, tag_method
 
 __all__ = ["FILE_COLUMN", "SparkTagError", "SparkTagStats", "benchmark_tag", "tag", "tag_with_stats"]
 
@@ -96,6 +103,7 @@ class SparkTagStats:
     after_bloom: int = 0  # candidate pairs after the bloom filters (bloom), or live entries found (record)
     files_read: int = 0  # candidate files whose keys were read (bloom)
     updates: int = 0  # distinct (key, partition) inputs found in a file
+    several_files: int = 0  # distinct (key, partition) inputs found in more than one file
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -106,21 +114,26 @@ def tag(
     key_cols: Sequence[str] | str | None = None,
     partition_col: str | None = None,
     using: Literal["auto", "bloom", "record"] = "auto",
+    on_duplicate: Literal["all", "error"] = "all",
 ) -> DataFrame:
     """``df`` with a ``_file`` column: the absolute path of the live data file holding each row's
-    record key, null for a key no file holds (an insert).
+    record key, null for a key no file holds (an insert); a row whose key several live files hold
+    comes once per file (``on_duplicate="all"``, as Hudi tags every copy) or raises
+    ``DuplicateKeyError`` (``"error"``).
 
     ``key_cols``: None (``df`` has the index's key fields, ``snapshot().config.key_fields``,
     encoded as the table's key generator does) or ``[c]``, a string column of record keys exactly
-    as Hudi writes ``_hoodie_record_key``. ``partition_col``: a column of partition paths (as the
-    index names them, e.g. ``region=eu`` or Hudi's ``_hoodie_partition_path``): each key is looked
-    for in its partition only (a null one is the table's ``""`` partition); without it the whole
-    table. ``using``: as ``IndexedTable.tag``. Raises as ``IndexedTable.tag`` does:
-    ``IndexStaleError`` when files were added or rewritten since the index was synced,
-    ``RecordKeyError`` for a missing key column or null keys, ``DuplicateKeyError`` when a key is
-    in two live files.
+    as Hudi writes ``_hoodie_record_key``. ``partition_col``: a column of partition paths or
+    values: each key is looked for in its partition only; without it the whole table. Values map
+    to the table's paths as in ``IndexedTable.tag``: null or ``""`` is a non-partitioned table's
+    partition, ``eu`` is ``region=eu`` on a ``region=`` table, Hudi's ``_hoodie_partition_path``
+    and a trailing ``/`` are fine, a well-formed new partition holds inserts, any other value
+    raises ``PartitionPathError``. ``using``: as ``IndexedTable.tag``. Raises as
+    ``IndexedTable.tag`` does: ``IndexStaleError`` when files were added or rewritten since the
+    index was synced, ``RecordKeyError`` for a missing key column or null or empty keys,
+    ``DuplicateKeyError`` when a key is in two live files and ``on_duplicate="error"``.
     """
-    return tag_with_stats(spark, table, df, key_cols, partition_col, using)[0]
+    return tag_with_stats(spark, table, df, key_cols, partition_col, using, on_duplicate)[0]
 
 
 def tag_with_stats(
@@ -130,19 +143,25 @@ def tag_with_stats(
     key_cols: Sequence[str] | str | None = None,
     partition_col: str | None = None,
     using: Literal["auto", "bloom", "record"] = "auto",
+    on_duplicate: Literal["all", "error"] = "all",
 ) -> tuple[DataFrame, SparkTagStats]:
     """``tag``, and what its stages did and took (``SparkTagStats``)."""
     indexed = table if isinstance(table, IndexedTable) else open_table(table)
     live = _live_index(indexed)
     config = live.config
     spec, method = tag_method(config, indexed.root, using)
+    check_on_duplicate(on_duplicate)
     if FILE_COLUMN in df.columns:
         raise ValueError(f"df already has a {FILE_COLUMN!r} column")
     keyed = df.withColumn(_KEY, _key_column(df, spec, key_cols))
     if partition_col is not None:
         if partition_col not in df.columns:
             raise RecordKeyError(f"partition column {partition_col!r} is not a column of df: {df.columns}")
-        keyed = keyed.withColumn(_PART, F.coalesce(F.col(f"`{partition_col}`").cast("string"), F.lit("")))
+        layout = PartitionLayout.of(
+            indexed.root, live.partitions, getattr(indexed.reader, "partition_fields", None)
+        )
+        given = F.col(f"`{partition_col}`").cast("string")
+        keyed = keyed.withColumn(_PART, _arrow_udf(_NormalizePartitions(layout), "string", given))
     _check_current(indexed, live)
     join_on = [_KEY, _PART] if partition_col is not None else [_KEY]
     distinct = keyed.select(*join_on).distinct()
@@ -160,7 +179,8 @@ def tag_with_stats(
     stats["updates"] = int(summary["updates"] or 0)
     if method == "record":
         stats["after_bloom"] = int(summary["matches"] or 0)
-    if summary["twice"]:
+    stats["several_files"] = int(summary["twice"] or 0)
+    if summary["twice"] and on_duplicate == "error":
         key, positions = summary["example"][_KEY], summary["example"]["positions"]
         where = sorted(live.paths[int(p)] for p in positions)
         raise DuplicateKeyError(
@@ -180,11 +200,12 @@ def benchmark_tag(
     key_cols: Sequence[str] | str | None = None,
     partition_col: str | None = None,
     using: Literal["auto", "bloom", "record"] = "auto",
+    on_duplicate: Literal["all", "error"] = "all",
 ) -> SparkTagStats:
     """``tag_with_stats`` with the result materialized too (written to Spark's ``noop`` sink):
     the stats of the whole run, ``seconds["result"]`` the final join, ``seconds["total"]`` all."""
     start = time.perf_counter()
-    result, stats = tag_with_stats(spark, table, df, key_cols, partition_col, using)
+    result, stats = tag_with_stats(spark, table, df, key_cols, partition_col, using, on_duplicate)
     joined = time.perf_counter()
     result.write.format("noop").mode("overwrite").save()
     end = time.perf_counter()
@@ -486,6 +507,8 @@ def _library_error(exc: BaseException, what: str) -> IndexStoreError:
         message = message.strip()
         if name == "RecordKeyError":
             return RecordKeyError(message)
+        if name == "PartitionPathError":
+            return PartitionPathError(message)
         if name == "TableFormatError":
             return TableFormatError(message)
         if name == "IndexCorruptError":
@@ -681,7 +704,7 @@ class _EncodeKeys:
 
 @dataclass(frozen=True)
 class _CheckedKeys:
-    """Arrow UDF: already-encoded record keys, refused when null."""
+    """Arrow UDF: already-encoded record keys, refused when null or empty (as locally)."""
 
     name: str
 
@@ -691,4 +714,21 @@ class _CheckedKeys:
                 f"{keys.null_count} of {len(keys)} record keys of a batch of {self.name!r} are null: "
                 "a record key is never null"
             )
+        empty = pc.sum(pc.equal(pc.binary_length(keys), 0)).as_py() or 0
+        if empty:
+            raise RecordKeyError(
+                f"{empty} of {len(keys)} record keys of a batch of {self.name!r} are empty: a Hudi record "
+                "key is never empty (its key generators refuse one); drop those rows or fix their key"
+            )
         return keys.cast(pa.string())
+
+
+@dataclass(frozen=True)
+class _NormalizePartitions:
+    """Arrow UDF: partition values as the table's partition paths (``PartitionLayout.normalize``;
+    a value that maps to none raises ``PartitionPathError``)."""
+
+    layout: PartitionLayout
+
+    def __call__(self, values: pa.Array) -> pa.Array:
+        return self.layout.normalize(values)

@@ -28,6 +28,7 @@ class TagStats:
     false_positives: int = 0  # pairs the bloom stage kept that reading the keys refuted
     updates: int = 0  # input keys found in a file
     inserts: int = 0  # input keys found nowhere
+    several_files: int = 0  # input keys found in more than one live file (a result row per file)
     seconds: dict[str, float] = field(default_factory=dict)  # per stage
 
     def to_json(self) -> str:

@@ -10,8 +10,10 @@ Two methods, both vectorized per stage:
 - ``record``: the record index maps each key to its file directly. Exact as long as the index is
   current, which the caller checks (a stale index is refused before tagging starts).
 
-A key found in two live files is a ``DuplicateKeyError``: the table breaks key uniqueness and no
-single location is right.
+A key found in several live files (a Hudi table written with ``insert`` can hold one key in two
+files of a partition) is tagged as Hudi's bloom index tags it, with every location (each copy is
+updated; apache/hudi#380): one output row per (key, file) with ``on_duplicate="all"``, or a
+``DuplicateKeyError`` with ``on_duplicate="error"``.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from index_store.tagging.ranges import Numbers, SortedBounds, needs_both_orders,
 from index_store.tagging.stats import TAG_STATS_KEY, TagStats
 from index_store.tagging.verify import Verified, verify_pairs
 
-__all__ = ["TagContext", "tag_keys", "tag_method"]
+__all__ = ["ON_DUPLICATE", "TagContext", "check_on_duplicate", "tag_keys", "tag_method"]
+
+ON_DUPLICATE = ("all", "error")  # a key in several live files: a row per file, or an error
 
 RESULT_SCHEMA = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file", pa.string())])
 
@@ -88,45 +92,63 @@ def tag_method(config: IndexConfig, table: str, using: str) -> tuple[RecordKeySp
     return spec, "record" if using == "record" or (using == "auto" and config.record_index) else "bloom"
 
 
+def check_on_duplicate(on_duplicate: str) -> str:
+    """``on_duplicate`` when it is one of ``ON_DUPLICATE``; else a ``ValueError`` naming them."""
+    if on_duplicate not in ON_DUPLICATE:
+        raise ValueError(f"on_duplicate must be 'all' or 'error', not {on_duplicate!r}")
+    return on_duplicate
+
+
 def tag_keys(
-    context: TagContext, keys: pa.StringArray, partitions: pa.StringArray | None, method: str
+    context: TagContext,
+    keys: pa.StringArray,
+    partitions: pa.StringArray | None,
+    method: str,
+    on_duplicate: str = "all",
 ) -> pa.Table:
-    """One row per input key, in input order: ``key``, ``partition``, ``file`` (absolute path, null
-    for an insert), with the run's ``TagStats`` in the schema metadata."""
+    """Rows in input order: ``key``, ``partition``, ``file`` (absolute path, null for an insert),
+    with the run's ``TagStats`` in the schema metadata. A key in several live files has one row
+    per file (in index order) with ``on_duplicate="all"``, raises ``DuplicateKeyError`` with
+    ``"error"``; every other key has one row."""
+    check_on_duplicate(on_duplicate)
     seconds: dict[str, float] = {}
     counters: dict[str, int] = {}
     # Keys repeated in the batch are looked up once each time they appear: finding duplicates
     # costs a hash table over the batch, more than the repeated work it would save.
     if method == "record":
-        location = _by_record_index(context, keys, partitions, seconds, counters)
+        key_idx, file_pos = _by_record_index(context, keys, partitions, seconds, counters)
     else:
-        location = _by_blooms(context, keys, partitions, seconds, counters)
+        key_idx, file_pos = _by_blooms(context, keys, partitions, seconds, counters)
+    row_key, location, per_key = _locations(context, keys, key_idx, file_pos, on_duplicate)
     has_file = location >= 0
+    rows = pa.array(row_key, pa.int64())
     prefix = context.root.rstrip(os.sep) + os.sep
     take = pa.array(np.where(has_file, location, 0), pa.int64())
     files = (
         pc.binary_join_element_wise(pa.scalar(prefix), context.paths.take(take), "")
         if len(context.paths)
-        else pa.nulls(len(keys), pa.string())
+        else pa.nulls(len(row_key), pa.string())
     )
     files = pc.if_else(pa.array(has_file), files, pa.scalar(None, pa.string()))
     if partitions is not None:
-        part = partitions
+        part = partitions if len(row_key) == len(keys) else partitions.take(rows)
     elif len(context.partitions):
         part = pc.if_else(pa.array(has_file), context.partitions.take(take), pa.scalar(None, pa.string()))
     else:
-        part = pa.nulls(len(keys), pa.string())
+        part = pa.nulls(len(row_key), pa.string())
     stats = TagStats(
         method=method,
         keys=len(keys),
         files=int(context.present.sum()),
-        updates=int(has_file.sum()),
-        inserts=int((~has_file).sum()),
+        updates=int((per_key > 0).sum()),
+        inserts=int((per_key == 0).sum()),
+        several_files=int((per_key > 1).sum()),
         seconds=seconds,
         **counters,
     )
     schema = RESULT_SCHEMA.with_metadata({TAG_STATS_KEY: stats.to_json().encode()})
-    return pa.table([keys, part.cast(pa.string()), files.cast(pa.string())], schema=schema)
+    out_keys = keys if len(row_key) == len(keys) else keys.take(rows)
+    return pa.table([out_keys, part.cast(pa.string()), files.cast(pa.string())], schema=schema)
 
 
 def _same_partition(
@@ -135,28 +157,39 @@ def _same_partition(
     """Per pair: does the file lie in the key's partition (always, when tagging globally)?"""
     if parts is None:
         return np.ones(key_idx.size, dtype=bool)
-    equal = pc.equal(parts.take(pa.array(key_idx)), context.partitions.take(pa.array(file_pos)))
+    # A null partition is the "" of a non-partitioned table, as in ``_partition_codes``.
+    equal = pc.equal(parts.fill_null("").take(pa.array(key_idx)), context.partitions.take(pa.array(file_pos)))
     return pc.fill_null(equal, False).to_numpy(zero_copy_only=False)
 
 
-def _one_location(
-    context: TagContext, keys: pa.StringArray, key_idx: np.ndarray, file_pos: np.ndarray
-) -> np.ndarray:
-    """Per key, the position of the one live file holding it (-1: none); a key in two files
-    raises ``DuplicateKeyError``."""
-    found = np.full(len(keys), -1, dtype=np.int64)
-    pairs = unique_sorted(key_idx * max(len(context.paths), 1) + file_pos)
-    key_idx, file_pos = pairs // max(len(context.paths), 1), pairs % max(len(context.paths), 1)
-    twice = np.flatnonzero(np.bincount(key_idx, minlength=len(keys)) > 1)
-    if twice.size:
+def _locations(
+    context: TagContext, keys: pa.StringArray, key_idx: np.ndarray, file_pos: np.ndarray, on_duplicate: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The output rows from the confirmed (key, file) pairs: per row its key's input position and
+    file position (-1: an insert), in input order, a key in several files once per file in file
+    order; and per key how many files hold it. With ``on_duplicate="error"`` a key in several
+    files raises ``DuplicateKeyError`` instead."""
+    n = max(len(context.paths), 1)
+    pairs = unique_sorted(key_idx * n + file_pos)  # sorted by key, then file
+    key_idx, file_pos = pairs // n, pairs % n
+    per_key = np.bincount(key_idx, minlength=len(keys)).astype(np.int64)
+    twice = np.flatnonzero(per_key > 1)
+    if twice.size and on_duplicate == "error":
         k = int(twice[0])
         where = sorted(context.paths[int(p)].as_py() for p in file_pos[key_idx == k])
         raise DuplicateKeyError(
             f"{twice.size} record keys are in more than one live data file of {context.root}, e.g. "
-            f"{keys[k].as_py()!r} in {where}: the table's keys are not unique (run hudi-index check)"
+            f"{keys[k].as_py()!r} in {where}: the table's keys are not unique (run hudi-index check; "
+            "on_duplicate='all' tags each copy, as Hudi does)"
         )
-    found[key_idx] = file_pos
-    return found
+    rows_per_key = np.maximum(per_key, 1)
+    row_key = np.repeat(np.arange(len(keys), dtype=np.int64), rows_per_key)
+    location = np.full(row_key.size, -1, dtype=np.int64)
+    if key_idx.size:
+        first_row = np.cumsum(rows_per_key) - rows_per_key  # of each key
+        first_pair = np.cumsum(per_key) - per_key
+        location[first_row[key_idx] + np.arange(key_idx.size) - first_pair[key_idx]] = file_pos
+    return row_key, location, per_key
 
 
 def _by_record_index(
@@ -165,7 +198,8 @@ def _by_record_index(
     parts: pa.StringArray | None,
     seconds: dict[str, float],
     counters: dict[str, int],
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
+    """The (key, file) pairs the record index holds, of live files on disk in the key's partition."""
     start = time.perf_counter()
     assert context.record_lookup is not None
     matches = context.record_lookup(keys)
@@ -180,12 +214,11 @@ def _by_record_index(
     key_idx, file_pos = matches.key_pos[live], pos[live]
     keep = context.present[file_pos] & _same_partition(context, parts, key_idx, file_pos)
     key_idx, file_pos = key_idx[keep], file_pos[keep]
-    found = _one_location(context, keys, key_idx, file_pos)
     seconds["record"] = time.perf_counter() - start
     counters.update(
         after_range=int(matches.key_pos.size), after_bloom=int(key_idx.size), bytes_read=matches.bytes_read
     )
-    return found
+    return key_idx, file_pos
 
 
 def _by_blooms(
@@ -194,7 +227,8 @@ def _by_blooms(
     parts: pa.StringArray | None,
     seconds: dict[str, float],
     counters: dict[str, int],
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
+    """The (key, file) pairs confirmed by reading the files the key ranges and blooms admit."""
     start = time.perf_counter()
     filters = context.key_filters()
     seconds["load"] = time.perf_counter() - start
@@ -239,7 +273,7 @@ def _by_blooms(
         bytes_read=verified.bytes_read,
         false_positives=int((~verified.confirmed).sum()),
     )
-    return _one_location(context, keys, key_idx[verified.confirmed], file_pos[verified.confirmed])
+    return key_idx[verified.confirmed], file_pos[verified.confirmed]
 
 
 def _orders(filters: KeyFilters, keys: pa.StringArray) -> list[bool]:

@@ -89,10 +89,10 @@ def test_build_with_record_key_and_stats_show_the_key_information(
     assert key["key_filters"]["types"] == {"SIMPLE": 6} and key["key_filters"]["files_without"] == 0
     assert key["key_filters"]["bytes"] > 0
 
-    run(capsys, "build", str(keyed), "--record-key", "id,tag")
+    run(capsys, "build", str(keyed), "--record-key", "id,tag", "--no-record-index")
     code, out, _ = run(capsys, "stats", str(keyed))
     assert "record key: id, tag (complex key generator)\n" in out and "record index: off\n" in out
-    run(capsys, "build", str(keyed))
+    run(capsys, "build", str(keyed), "--no-record-key")  # a plain build keeps the key
     code, out, _ = run(capsys, "stats", str(keyed), "--json")
     assert "record key" not in run(capsys, "stats", str(keyed))[1] and json.loads(out)["record_key"] is None
 
@@ -401,13 +401,19 @@ def test_a_key_in_two_files_fails_tagging_and_check_lists_it(
             }
         ]
         _stdin(monkeypatch, "1\n3\n")
-        code, out, err = run(capsys, "tag", str(root), "--keys", "-")
+        code, out, err = run(capsys, "tag", str(root), "--keys", "-", "--on-duplicate", "error")
         assert code == 1 and out == "" and err.count("\n") == 1
         assert (
             "record keys are in more than one live data file" in err
             and "'3'" in err
             and "hudi-index check" in err
         )
+        _stdin(monkeypatch, "1\n3\n")  # by default, as Hudi: each copy is tagged
+        code, out, err = run(capsys, "tag", str(root), "--keys", "-")
+        assert code == 0 and out.startswith("2 updates, 0 inserts (2 keys from standard input)\n"), err
+        assert "1 key is in more than one live file: a row per file (each copy is updated)" in out
+        rows = [line.split() for line in out.splitlines() if line.startswith("3 ")]
+        assert rows == [["3", "p=a", "p=a/f1.parquet", "update"], ["3", "p=a", "p=a/f2.parquet", "update"]]
         # Per partition, 4 is unique: only 3 is not.
         pq.write_table(pa.table({"id": ["4", "4", "1"], "p": ["p=a", "p=b", "p=a"]}), tmp_path / "k.parquet")
         code, out, err = run(
@@ -519,3 +525,94 @@ def test_keys_of_an_unknown_encoding_are_taken_as_stored(
     pq.write_table(rows.select(["id"]), tmp_path / "k.parquet")
     code, out, err = _tag(capsys, root, "--keys", str(tmp_path / "k.parquet"))
     assert code == 2 and out == "" and "cannot encode record keys from the fields ['id']" in err
+
+
+def test_tag_prints_each_keys_file_without_out(
+    keyed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --out the rows are printed (key, partition, file relative to the table, status),
+    at most ``TAG_SHOWN`` of them and a note of the rest; --json prints only the statistics."""
+    run(capsys, "build", str(keyed), "--record-key", "id")
+    _stdin(monkeypatch, "0105\n9999\n1201\n")
+    code, out, err = _tag(capsys, keyed, "--keys", "-")
+    assert code == 0, err
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("key ") and "status" in line)
+    assert lines[header].split()[:4] == ["key", "partition", "file", "status"]
+    assert f"(files in {keyed})" in lines[header]
+    assert [line.split() for line in lines[header + 1 : header + 4]] == [
+        ["0105", "region=eu", "region=eu/f1.parquet", "update"],
+        ["9999", "-", "-", "insert"],
+        ["1201", "region=us", "region=us/f2.parquet", "update"],
+    ]
+    assert lines[header + 4].startswith("total ")
+    monkeypatch.setattr(cli_keys, "TAG_SHOWN", 2)
+    _stdin(monkeypatch, "0105\n9999\n1201\n0000\n")
+    lines = _tag(capsys, keyed, "--keys", "-")[1].splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("key ") and "status" in line)
+    assert lines[header + 3] == "... and 2 more rows (--out FILE writes them all)"
+    _stdin(monkeypatch, "0105\n")
+    code, out, _ = _tag(capsys, keyed, "--keys", "-", "--json")
+    assert code == 0 and out.count("\n") == 1 and json.loads(out)["updates"] == 1
+
+
+def test_partition_values_in_other_forms_and_bad_ones(
+    keyed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The partition column may hold bare values (``eu`` on a ``region=`` table) or paths with a
+    trailing slash: the same tags as the table's paths, written normalized; a value that cannot
+    be mapped fails in one line (exit 2), an empty key too."""
+    run(capsys, "build", str(keyed), "--record-key", "id", "--record-index")
+    keys = ["0000", "0105", "1201", "1201", "4242"]
+    canonical = ["region=eu", "region=eu", "region=us", "region=eu", "region=jp"]
+    expected = open_table(keyed).tag(keys, canonical)
+    assert [f is None for f in expected["file"].to_pylist()] == [False, False, False, True, True]
+    for given in (["eu", "region=eu/", "us", "eu/", "jp"], canonical):
+        pq.write_table(pa.table({"id": keys, "p": given}), tmp_path / "k.parquet")
+        for using in ("bloom", "record"):
+            got = _out(
+                tmp_path,
+                capsys,
+                keyed,
+                "--keys",
+                str(tmp_path / "k.parquet"),
+                "--partition-col",
+                "p",
+                "--using",
+                using,
+            )
+            _same(got, expected)
+    pq.write_table(pa.table({"id": keys[:2], "p": ["eu", "country=eu"]}), tmp_path / "bad.parquet")
+    code, out, err = _tag(capsys, keyed, "--keys", str(tmp_path / "bad.parquet"), "--partition-col", "p")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "hudi-index tag: error: 1 partition value maps to no partition path" in err
+    assert "'country=eu': level 1 'country=eu' names another key than the table's 'region'" in err
+    (tmp_path / "empty.csv").write_text('id,k\n0000,0000\n"",""\n')  # quoted empty cells: empty strings
+    code, out, err = _tag(capsys, keyed, "--keys", str(tmp_path / "empty.csv"))
+    assert code == 2 and "record key field 'id' is empty in 1 of 2 rows" in err
+    code, out, err = _tag(capsys, keyed, "--keys", str(tmp_path / "empty.csv"), "--key-col", "k")
+    assert code == 2 and "1 of 2 record keys are empty: a Hudi record key is never empty" in err
+
+
+def test_null_partitions_of_a_non_partitioned_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "t"
+    root.mkdir()
+    pq.write_table(pa.table({"id": pa.array([5, 6], pa.int64())}), root / "a.parquet")
+    run(capsys, "build", str(root), "--record-key", "id", "--record-index")
+    (tmp_path / "k.csv").write_text("id,p\n6,\n5,\n12345,\n")  # empty unquoted cells: nulls
+    for using in ("bloom", "record"):
+        got = _out(
+            tmp_path,
+            capsys,
+            root,
+            "--keys",
+            str(tmp_path / "k.csv"),
+            "--partition-col",
+            "p",
+            "--using",
+            using,
+        )
+        assert [f is not None for f in got["file"].to_pylist()] == [True, True, False]
+        assert got["partition"].to_pylist() == ["", "", ""]

@@ -18,10 +18,18 @@ from pyspark.sql import SparkSession
 
 from adapters.spark import build_index, tag, tag_with_stats
 from adapters.spark.build import compute_keys_on_spark
-from index_store import DuplicateKeyError, IndexedTable, IndexStaleError, RecordKeyError, open_table
+from index_store import (
+    DuplicateKeyError,
+    IndexedTable,
+    IndexStaleError,
+    PartitionPathError,
+    RecordKeyError,
+    open_table,
+)
 from index_store.builder import compute_file_keys
 from index_store.partitions import read_record_index
 from index_store.partitions.base import FileKeys
+from index_store.tagging import tag_stats
 
 FILES, ROWS = 12, 1000
 
@@ -104,7 +112,7 @@ def test_plain_tables_tag_as_locally(
     rng = np.random.default_rng(11)
     present = _ids(rng.choice(ids, 5000, replace=False))
     absent = _ids(np.setdiff1d(np.arange(ids.max() + 6000), ids)[-5000:])
-    odd = ["x", "-1", ""] if kind == "random" else ["x", "-1", "y"]  # "" is no key a field encodes to
+    odd = ["x", "-1", " "] if kind == "random" else ["x", "-1", "y"]
     keys = _probe(present, [*absent[:-3], *odd])
     # clustered: the key field "id" encoded on the executors; random: a column of encoded keys
     columns = {"id": keys} if kind == "clustered" else {"k": keys, "other": pa.array(np.ones(len(keys)))}
@@ -154,7 +162,7 @@ def test_hive_table_per_partition_with_a_composite_key(spark: SparkSession, tmp_
     df = spark.createDataFrame(probe.select(["a", "b"]))
     for method in ("bloom", "record"):  # globally, a key in both partitions has no one file
         with pytest.raises(DuplicateKeyError, match="more than one live data file"):
-            tag(spark, t, df, using=method)
+            tag(spark, t, df, using=method, on_duplicate="error")
 
 
 def _hudi_rows(t: IndexedTable, columns: list[str]) -> pa.Table:
@@ -217,7 +225,10 @@ def test_bad_input_and_a_stale_index(spark: SparkSession, tmp_path: Path) -> Non
             tag(spark, t, df, key_cols=key_cols, using=using)  # type: ignore[arg-type]
     two = spark.createDataFrame(pa.table({"id": ["1", "3"]}))
     with pytest.raises(DuplicateKeyError, match="'3'"):
-        tag(spark, t, two, using="bloom")
+        tag(spark, t, two, using="bloom", on_duplicate="error")
+    empty = spark.createDataFrame(pa.table({"k": ["1", ""]}))
+    with pytest.raises(RecordKeyError, match="record keys of a batch of 'k' are empty"):
+        tag(spark, t, empty, key_cols=["k"])
     pq.write_table(pa.table({"id": ["9"], "n": [9]}), root / "c.parquet")
     with pytest.raises(IndexStaleError, match="1 file not in the index"):
         tag(spark, t, two)
@@ -284,3 +295,111 @@ def test_keys_computed_on_spark_are_the_local_ones(
             assert remote.keys.equals(local.keys)
         else:
             assert remote.keys is None
+
+
+def _files_by_row(result: Any) -> dict[int, set[str | None]]:
+    """row -> the ``_file`` of each output row of that input row."""
+    out: dict[int, set[str | None]] = {}
+    for r in result.select("row", "_file").collect():
+        out.setdefault(r["row"], set()).add(r["_file"])
+    return out
+
+
+def _local_by_key(local: pa.Table, per_partition: bool) -> dict[tuple[str, str | None], set[str | None]]:
+    """(key, its partition, or None globally) -> the files of its rows in a local result."""
+    out: dict[tuple[str, str | None], set[str | None]] = {}
+    for k, p, f in zip(*(local[c].to_pylist() for c in ("key", "partition", "file")), strict=True):
+        out.setdefault((k, p if per_partition else None), set()).add(f)
+    return out
+
+
+def test_a_key_in_two_files_repeats_its_row_once_per_file(
+    spark: SparkSession, hudi_tables: dict[str, Path], tmp_path: Path
+) -> None:
+    """v9_timebasedkeygen_nonhivestyle holds TXN-001 (and TXN-003) in two live files of a partition:
+    each row of such a key comes once per file, as locally; strictness refuses when asked."""
+    t = open_table(hudi_tables["v9_timebasedkeygen_nonhivestyle"], index_path=tmp_path / "idx")
+    t.build(record_index=True, progress=False)
+    rows = _hudi_rows(t, ["_hoodie_record_key"])
+    keys = [*rows["_hoodie_record_key"].to_pylist(), "TXN-404"]
+    parts = [*rows["part"].to_pylist(), rows["part"][0].as_py() + "/"]  # a trailing slash is the same
+    df = spark.createDataFrame(pa.table({"row": pa.array(np.arange(len(keys))), "k": keys, "part": parts}))
+    for method in ("bloom", "record"):
+        for partition_col, local_parts in ((None, None), ("part", parts)):
+            local = t.tag(keys, local_parts, using=method)  # type: ignore[arg-type]
+            assert tag_stats(local).several_files > 0
+            result, stats = tag_with_stats(
+                spark,
+                t,
+                df,
+                key_cols=["k"],
+                partition_col=partition_col,
+                using=method,  # type: ignore[arg-type]
+            )
+            assert result.count() == local.num_rows
+            by_key = _local_by_key(local, partition_col is not None)
+            where = [p.rstrip("/") for p in parts] if partition_col else [None] * len(keys)
+            got = _files_by_row(result)
+            assert got == {i: by_key[(k, p)] for i, (k, p) in enumerate(zip(keys, where, strict=True))}
+            assert any(len(f) == 2 for f in got.values())
+            assert stats.several_files == len({k for (k, _), f in by_key.items() if len(f) > 1})
+            with pytest.raises(DuplicateKeyError, match=r"'TXN-00[13]'"):
+                tag(
+                    spark,
+                    t,
+                    df,
+                    key_cols=["k"],
+                    partition_col=partition_col,
+                    using=method,
+                    on_duplicate="error",
+                )
+
+
+def test_partition_values_map_to_the_tables_paths_on_spark(spark: SparkSession, tmp_path: Path) -> None:
+    """The local rule on the executors: bare values and trailing slashes find their keys, a new
+    partition holds inserts, null is a non-partitioned table's partition, a value that cannot be
+    mapped is a PartitionPathError."""
+    root = tmp_path / "t"
+    for region, ids in (("apac", ["1", "2"]), ("eu", ["3"])):
+        (root / f"region={region}").mkdir(parents=True)
+        pq.write_table(pa.table({"id": ids}), root / f"region={region}" / "f.parquet")
+    t = open_table(root)
+    t.build(record_key="id", record_index=True, progress=False)
+    keys = ["1", "2", "3", "3", "1"]
+    given = ["apac", "region=apac/", "eu/", "jp", "region=eu"]
+    df = spark.createDataFrame(pa.table({"row": pa.array(np.arange(5)), "id": keys, "p": given}))
+    for method in ("bloom", "record"):
+        local = t.tag(keys, given, using=method)  # type: ignore[arg-type]
+        assert local["partition"].to_pylist() == [
+            "region=apac",
+            "region=apac",
+            "region=eu",
+            "region=jp",
+            "region=eu",
+        ]
+        got = _files_by_row(tag(spark, t, df, partition_col="p", using=method))  # type: ignore[arg-type]
+        assert got == {i: {f} for i, f in enumerate(local["file"].to_pylist())}
+        assert [None in got[i] for i in range(5)] == [False, False, False, True, True]
+        bad = spark.createDataFrame(pa.table({"id": ["1"], "p": ["country=apac"]}))
+        with pytest.raises(
+            PartitionPathError, match="'country=apac': level 1 'country=apac' names another key"
+        ):
+            tag(spark, t, bad, partition_col="p", using=method).collect()  # type: ignore[arg-type]
+
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    pq.write_table(pa.table({"id": pa.array([5, 6], pa.int64())}), flat / "a.parquet")
+    f = open_table(flat)
+    f.build(record_key="id", record_index=True, progress=False)
+    df = spark.createDataFrame(
+        pa.table(
+            {
+                "row": pa.array(np.arange(3)),
+                "id": pa.array([6, 5, 12345], pa.int64()),
+                "p": pa.nulls(3, pa.string()),
+            }
+        )
+    )
+    for method in ("bloom", "record"):
+        got = _files_by_row(tag(spark, f, df, partition_col="p", using=method))  # type: ignore[arg-type]
+        assert got == {0: {str(flat / "a.parquet")}, 1: {str(flat / "a.parquet")}, 2: {None}}

@@ -87,7 +87,12 @@ def test_plain_table_simple_key(tmp_path: Path, clustered: bool, method: str) ->
     t.build(record_key="id", record_index=method == "record", progress=False)
     rng = np.random.default_rng(1)
     present = _ids(rng.choice(ids, 200, replace=False)).to_pylist()
-    absent = [*_ids(np.setdiff1d(rng.integers(0, ids.max() + 10, 400), ids)[:150]).to_pylist(), "-1", "x", ""]
+    absent = [
+        *_ids(np.setdiff1d(rng.integers(0, ids.max() + 10, 400), ids)[:150]).to_pylist(),
+        "-1",
+        "x",
+        " ",
+    ]
     keys = _probe_keys(present, absent, rng)
     result = t.tag(keys, using=method)  # type: ignore[arg-type]
     assert result["key"].to_pylist() == keys
@@ -137,9 +142,18 @@ def test_per_partition_and_global_tagging(tmp_path: Path, method: str) -> None:
     files = [None if f is None else os.path.relpath(f, tmp_path) for f in result["file"].to_pylist()]
     assert files == ["p=a/f0.parquet", "p=a/f2.parquet", "p=b/f0.parquet", "p=b/f0.parquet", None, None]
     assert result["partition"].to_pylist() == parts
-    # globally, a key held by two files is an error, not a guess
+    # globally, a key held by two files is tagged in both (Hudi's bloom index), or refused
     with pytest.raises(DuplicateKeyError, match="260"):
-        t.tag(["260"], using=method)  # type: ignore[arg-type]
+        t.tag(["260"], using=method, on_duplicate="error")  # type: ignore[arg-type]
+    both = t.tag(["10", "260"], using=method)  # type: ignore[arg-type]
+    pairs = zip(both["key"].to_pylist(), both["file"].to_pylist(), strict=True)
+    assert [(k, os.path.relpath(f, tmp_path)) for k, f in pairs] == [
+        ("10", "p=a/f0.parquet"),
+        ("260", "p=a/f2.parquet"),
+        ("260", "p=b/f0.parquet"),
+    ]
+    assert both["partition"].to_pylist() == ["p=a", "p=a", "p=b"]
+    assert (tag_stats(both).updates, tag_stats(both).several_files) == (2, 1)
     result = t.tag(["10", "520", "999"], using=method)  # type: ignore[arg-type]
     assert [None if f is None else os.path.relpath(f, tmp_path) for f in result["file"].to_pylist()] == [
         "p=a/f0.parquet",
@@ -236,8 +250,8 @@ def test_bad_input(tmp_path: Path) -> None:
         t.tag(["1"], using="hash")  # type: ignore[arg-type]
     with pytest.raises(RecordKeyError, match="record_key must name"):
         open_table(tmp_path).build(record_key=[], progress=False)
-    with pytest.raises(RecordKeyError, match="needs a record key"):
-        open_table(tmp_path).build(record_index=True, progress=False)
+    with pytest.raises(RecordKeyError, match="needs a record key"):  # the index's key dropped
+        open_table(tmp_path).build(record_key=False, record_index=True, progress=False)
     with pytest.raises(RecordKeyError, match="'nope' is not a column of data file"):
         open_table(tmp_path).build(record_key=["id", "nope"], progress=False)
     _write(tmp_path / "floats" / "f.parquet", pa.table({"x": [1.5, 2.5, 3.5]}))
@@ -266,7 +280,7 @@ def test_duplicate_key_in_two_files_is_an_error(tmp_path: Path) -> None:
     t.build(record_key="id", record_index=True, progress=False)
     for method in METHODS:
         with pytest.raises(DuplicateKeyError, match="'3'"):
-            t.tag(["1", "3"], using=method)  # type: ignore[arg-type]
+            t.tag(["1", "3"], using=method, on_duplicate="error")  # type: ignore[arg-type]
         assert t.tag(["1", "4"], using=method)["file"].null_count == 0  # type: ignore[arg-type]
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hudi_data import COW_TABLES, MOR_TABLES
@@ -49,6 +50,16 @@ def _oracle(t, spec: RecordKeySpec) -> list[tuple[str, str, str]]:  # type: igno
     return [(k, by_path[os.path.normpath(f)], os.path.normpath(f)) for k, f in rows]
 
 
+def _grouped(result: pa.Table, by_partition: bool) -> dict[tuple[str, str | None], set[str | None]]:
+    """(key, partition or None) -> the files of its rows (None: an insert)."""
+    out: dict[tuple[str, str | None], set[str | None]] = {}
+    for k, p, f in zip(*(result[c].to_pylist() for c in ("key", "partition", "file")), strict=True):
+        out.setdefault((k, p if by_partition else None), set()).add(
+            None if f is None else os.path.normpath(f)
+        )
+    return out
+
+
 @pytest.mark.parametrize("method", ["bloom", "record"])
 @pytest.mark.parametrize("name", NON_EMPTY)
 def test_every_key_of_a_real_hudi_table_is_tagged(
@@ -64,31 +75,34 @@ def test_every_key_of_a_real_hudi_table_is_tagged(
     for k, p, f in rows:
         in_partition.setdefault((k, p), set()).add(f)
     twice = [kp for kp, where in in_partition.items() if len(where) > 1]
-    if twice:  # Hudi's insert operation can write a key twice: no single file is its location
+    if twice:  # Hudi's insert operation can write a key twice: strictness refuses it when asked
         with pytest.raises(DuplicateKeyError, match=repr(twice[0][0])):
-            t.tag([twice[0][0]], [twice[0][1]], using=method)  # type: ignore[arg-type]
-    rows = [r for r in rows if len(in_partition[(r[0], r[1])]) == 1]
-    keys = [k for k, _, _ in rows] + ["no such key", rows[0][0] + "x", ""]
-    parts = [p for _, p, _ in rows] + [rows[0][1]] * 3
-    expected = [os.path.normpath(f) for _, _, f in rows] + [None] * 3
-
+            t.tag([twice[0][0]], [twice[0][1]], using=method, on_duplicate="error")  # type: ignore[arg-type]
+    # Every (key, partition) once, and absent keys: each copy of a key is a row of its own.
+    pairs = list(in_partition)
+    keys = [k for k, _ in pairs] + ["no such key", pairs[0][0] + "x", "~"]
+    parts = [p for _, p in pairs] + [pairs[0][1]] * 3
     result = t.tag(keys, parts, using=method)  # type: ignore[arg-type]
-    got = [None if f is None else os.path.normpath(f) for f in result["file"].to_pylist()]
-    assert got == expected
-    assert result["partition"].to_pylist() == parts
+    expected: dict[tuple[str, str | None], set[str | None]] = {kp: set(in_partition[kp]) for kp in pairs}
+    expected.update({(k, p): {None} for k, p in zip(keys[-3:], parts[-3:], strict=True)})
+    assert _grouped(result, by_partition=True) == expected
+    assert result.num_rows == sum(len(v) for v in expected.values())
+    assert result["key"].to_pylist() == [
+        k for k, p in zip(keys, parts, strict=True) for _ in expected[(k, p)]
+    ]
     stats = tag_stats(result)
-    assert stats.updates == len(rows) and stats.inserts == 3
+    assert (stats.updates, stats.inserts, stats.several_files) == (len(pairs), 3, len(twice))
 
     holders: dict[str, set[str]] = {}
     for k, _, f in rows:
         holders.setdefault(k, set()).add(f)
-    unique = [k for k in holders if len(holders[k]) == 1]
-    if len(unique) < len(holders):  # the same key in two partitions: a global tag cannot choose
+    unique = sorted(holders)
+    if any(len(where) > 1 for where in holders.values()):  # globally: every file holding the key
         with pytest.raises(DuplicateKeyError):
-            t.tag(keys, using=method)  # type: ignore[arg-type]
+            t.tag(unique, using=method, on_duplicate="error")  # type: ignore[arg-type]
     result = t.tag([*unique, "no such key"], using=method)  # type: ignore[arg-type]
-    got = [None if f is None else os.path.normpath(f) for f in result["file"].to_pylist()]
-    assert got == [next(iter(holders[k])) for k in unique] + [None]
+    wanted: dict[tuple[str, str | None], set[str | None]] = {(k, None): set(holders[k]) for k in unique}
+    assert _grouped(result, by_partition=False) == {**wanted, ("no such key", None): {None}}
 
 
 @pytest.mark.parametrize("name", NON_EMPTY)
