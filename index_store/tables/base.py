@@ -1,14 +1,39 @@
-"""What the index needs from a table: its live data files, their partitions, and its schema."""
+"""What the index and the engines ask a table format: its live data files (as file slices), how its
+folders are partitions, its record key, and how an engine reads it. Callers ask these capabilities;
+they never test which format a reader is (``TableReaderBase`` gives each a default)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pyarrow as pa
 
-__all__ = ["DataFile", "Listing", "TableReader"]
+if TYPE_CHECKING:
+    from index_store.record_key import RecordKeySpec
+
+__all__ = [
+    "DataFile",
+    "FileSlice",
+    "Listing",
+    "Partitioning",
+    "ReadMethod",
+    "TableReader",
+    "TableReaderBase",
+]
+
+ReadMethod = Literal["glob", "files", "slices"]
+"""How an engine reads a table's live data:
+
+- ``"glob"``: every visible ``*.parquet`` file under the root is live and holds its rows whole (no
+  log says otherwise), so an engine may read the folder; ``folder_columns()`` come from ``k=v``
+  folder names;
+- ``"files"``: only the listed files are live (a log says which), each holding its rows whole: an
+  engine reads the listing (or globs the folder and keeps the listed files);
+- ``"slices"``: a file slice's rows are its base file merged with its log files (merge-on-read): an
+  engine needs a reader of file slices.
+"""
 
 
 @dataclass(frozen=True)
@@ -43,19 +68,58 @@ class Listing:
         return self._paths
 
 
+@dataclass(frozen=True)
+class FileSlice:
+    """One file group's live version: its base file and the log files written on top of it, oldest
+    first. Copy-on-write tables and plain directories have no log files; merge-on-read ones will."""
+
+    base: DataFile
+    logs: tuple[DataFile, ...] = ()
+
+
+@dataclass(frozen=True)
+class Partitioning:
+    """How a table's folders hold its partitions."""
+
+    folders: bool = True  # sub-folders are partitions (their files share the partition's values)
+    hive_style: bool = False  # partition folders are named ``field=value`` (else the value alone)
+    fields: tuple[str, ...] | None = None  # declared partition fields; None: read from folder names
+
+
 class TableReader(Protocol):
-    """A table format: lists what a reader of the table would read right now."""
+    """A table format: lists what a reader of the table would read right now, and says what callers
+    need to know to read, index and tag it."""
 
     root: str  # absolute path of the table
-    kind: str  # "parquet" or "hudi_cow"
+    kind: str  # its format's name, as printed and stored in an index's config ("parquet", "hudi_cow")
+    read_as: ReadMethod  # how an engine reads it (see ``ReadMethod``)
+    record_key_declared: bool  # the table declares its record key (an explicit key does not apply)
 
     def list_files(self) -> list[DataFile]:
         """The live data files (for Hudi: latest file slice of each file group, as of the latest
         completed instant, minus replaced file groups)."""
         ...
 
+    def listing(self, *, stat: bool = False) -> Listing:
+        """``list_files`` as a ``Listing`` (the same object while the reader knows nothing changed);
+        ``stat``: every file's size and modification time read now."""
+        ...
+
+    def file_slices(self) -> list[FileSlice]:
+        """The live file slices: each a base file and the log files to merge with it."""
+        ...
+
     def partition_schema(self) -> pa.Schema:
         """Partition columns (typed) that are not stored in the data files; empty if none."""
+        ...
+
+    def partitioning(self) -> Partitioning:
+        """How the folders hold partitions (hive-style or not, the fields the table declares)."""
+        ...
+
+    def folder_columns(self) -> list[str]:
+        """The partition columns an engine reads from ``k=v`` folder names (DuckDB's
+        ``hive_partitioning``, Spark's partition discovery); empty when it reads none."""
         ...
 
     def latest_instant(self) -> str | None:
@@ -65,3 +129,65 @@ class TableReader(Protocol):
     def record_key_field(self) -> str | None:
         """The column holding record keys (Hudi: ``_hoodie_record_key`` unless configured)."""
         ...
+
+    def record_key_spec(self) -> RecordKeySpec | None:
+        """How the table declares its record keys are made, or None when it declares none."""
+        ...
+
+    def stray_files(self, limit: int = 4) -> list[str]:
+        """Up to ``limit`` files that make an apparently empty folder no table (``NotATableError``);
+        empty when it is a table, with or without data."""
+        ...
+
+    @property
+    def timeline_dir(self) -> str | None:
+        """The folder whose modification time moves at every change of the live files (a commit
+        log), or None when there is none to watch."""
+        ...
+
+
+class TableReaderBase:
+    """Defaults for a ``TableReader``: read by file list, no declared record key, partitions from
+    folder names, no timeline. A format defines ``root``, ``kind`` and ``list_files`` and overrides
+    what differs."""
+
+    root: str
+    kind: str = ""
+    read_as: ReadMethod = "files"
+    record_key_declared: bool = False
+
+    def list_files(self) -> list[DataFile]:
+        raise NotImplementedError
+
+    def listing(self, *, stat: bool = False) -> Listing:
+        """Every file listed (and stat'ed) anew."""
+        return Listing(self.list_files())
+
+    def file_slices(self) -> list[FileSlice]:
+        """Each live file as a slice of its own, with no log files."""
+        return [FileSlice(f) for f in self.list_files()]
+
+    def partition_schema(self) -> pa.Schema:
+        return pa.schema([])
+
+    def partitioning(self) -> Partitioning:
+        return Partitioning()
+
+    def folder_columns(self) -> list[str]:
+        return []
+
+    def latest_instant(self) -> str | None:
+        return None
+
+    def record_key_field(self) -> str | None:
+        return None
+
+    def record_key_spec(self) -> RecordKeySpec | None:
+        return None
+
+    def stray_files(self, limit: int = 4) -> list[str]:
+        return []
+
+    @property
+    def timeline_dir(self) -> str | None:
+        return None

@@ -25,15 +25,16 @@ import pyarrow.parquet as pq
 
 from hudi_expr.types import is_string_like
 from index_store.errors import TableFormatError, UnsupportedTableError
-from index_store.tables.base import DataFile
+from index_store.tables.base import DataFile, Partitioning, ReadMethod, TableReaderBase
 from index_store.tables.hive import HIVE_NULL
 from index_store.tables.hudi_timeline import HudiTimeline, read_properties
 from index_store.tables.plain import require_directory
+from index_store.tables.registry import OpenOptions
 
 if TYPE_CHECKING:
     from index_store.record_key import RecordKeySpec
 
-__all__ = ["RECORD_KEY_META_FIELD", "HudiCowTable", "parse_base_file_name"]
+__all__ = ["HUDI_FORMAT", "RECORD_KEY_META_FIELD", "HudiCowTable", "HudiFormat", "parse_base_file_name"]
 
 RECORD_KEY_META_FIELD = "_hoodie_record_key"
 _BASE_FILE = re.compile(r"(?P<file_id>[^_.][^_]*)_(?P<write_token>[^_]+)_(?P<instant>\d+)\.parquet")
@@ -106,7 +107,7 @@ def _avro_to_arrow(avro_type: Any) -> pa.DataType | None:
     return simple.get(avro_type) if isinstance(avro_type, str) else None
 
 
-class HudiCowTable:
+class HudiCowTable(TableReaderBase):
     """The live base files of a Hudi copy-on-write table (``TableReader``).
 
     Table versions 6 (timeline in ``.hoodie/``) and 8-9 (``.hoodie/timeline/``) are read.
@@ -114,6 +115,8 @@ class HudiCowTable:
     """
 
     kind = "hudi_cow"
+    read_as: ReadMethod = "files"  # the root holds every file version: only the listed ones are live
+    record_key_declared = True  # hoodie.properties says how keys are made
 
     def __init__(self, root: str | os.PathLike[str], *, record_key_field: str | None = None) -> None:
         self.root = require_directory(root)
@@ -205,6 +208,12 @@ class HudiCowTable:
     def partition_fields(self) -> list[str]:
         """The partition columns (``hoodie.table.partition.fields``); empty if not partitioned."""
         return [f.name for f in self._partition_fields()]
+
+    def partitioning(self) -> Partitioning:
+        """Folders per declared partition field, ``field=value`` when hive-style."""
+        return Partitioning(
+            folders=True, hive_style=self.hive_style_partitioning, fields=tuple(self.partition_fields)
+        )
 
     def _partition_fields(self) -> list[_PartitionField]:
         keygen = self._key_generator()
@@ -406,6 +415,54 @@ class HudiCowTable:
 
         return RecordKeySpec.from_hudi_properties(self.properties, self._snapshot().file_schema)
 
+
+class HudiFormat:
+    """Hudi tables (``TableFormat``): a folder with a ``.hoodie`` folder that holds more than this
+    library's index, or a folder inside such a table (refused: it is no table of its own)."""
+
+    name = "hudi"
+
+    def detect(self, root: str) -> bool:
+        return _has_hoodie(root) or _enclosing_hudi(root) is not None
+
+    def open(self, root: str, options: OpenOptions) -> HudiCowTable:
+        parent = _enclosing_hudi(root)
+        if parent is not None:
+            # A partition, or a merge-on-read table's files: read as plain parquet it would mix
+            # every file slice and miss the log files.
+            raise TableFormatError(
+                f"{root} is inside the Hudi table at {parent}: open the table's root folder instead"
+            )
+        hoodie = os.path.join(root, ".hoodie")
+        names = ("hoodie.properties", "hoodie.properties.backup")
+        if not any(os.path.isfile(os.path.join(hoodie, name)) for name in names):
+            raise TableFormatError(f"{root} has a .hoodie folder but no .hoodie/hoodie.properties")
+        if options.partition_schema is not None:
+            raise ValueError(
+                "partition_schema applies to plain parquet directories; a Hudi table's partition "
+                "columns come from its hoodie.properties"
+            )
+        return HudiCowTable(root, record_key_field=options.record_key_field)
+
+
+def _has_hoodie(root: str) -> bool:
+    """``root/.hoodie`` holds something other than this library's index (``.hoodie/.index``, and
+    indexes a rebuild moved aside: ``.index.broken-*``), which is not Hudi's."""
+    hoodie = os.path.join(root, ".hoodie")
+    return os.path.isdir(hoodie) and any(not name.startswith(".index") for name in os.listdir(hoodie))
+
+
+def _enclosing_hudi(root: str) -> str | None:
+    """The Hudi table folder above ``root``, if any (one with ``.hoodie/hoodie.properties``)."""
+    parent = os.path.dirname(root)
+    while parent and parent != os.path.dirname(parent):
+        if os.path.isfile(os.path.join(parent, ".hoodie", "hoodie.properties")):
+            return parent
+        parent = os.path.dirname(parent)
+    return None
+
+
+HUDI_FORMAT = HudiFormat()
 
 _UNKNOWN = object()
 

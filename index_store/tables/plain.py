@@ -38,10 +38,18 @@ import pyarrow as pa
 
 from index_store.errors import TableFormatError
 from index_store.tables import hive
-from index_store.tables.base import DataFile, Listing
+from index_store.tables.base import DataFile, Listing, Partitioning, ReadMethod, TableReaderBase
+from index_store.tables.registry import OpenOptions
 from index_store.tables.watch import Watch, new_watch
 
-__all__ = ["CHECK_FILES", "PlainParquetTable", "is_hidden", "require_directory"]
+__all__ = [
+    "CHECK_FILES",
+    "PLAIN_FORMAT",
+    "PlainFormat",
+    "PlainParquetTable",
+    "is_hidden",
+    "require_directory",
+]
 
 CHECK_FILES = ("watch", "stat")
 
@@ -187,7 +195,7 @@ def _walk_parquet(
                     empty.append(entry.path)
 
 
-class PlainParquetTable:
+class PlainParquetTable(TableReaderBase):
     """The live files of a plain parquet directory (``TableReader``).
 
     ``partition_schema`` declares the type of some or all hive partition columns (the others are
@@ -198,6 +206,7 @@ class PlainParquetTable:
     """
 
     kind = "parquet"
+    read_as: ReadMethod = "glob"  # every visible parquet file under the root is live
 
     def __init__(
         self,
@@ -253,6 +262,14 @@ class PlainParquetTable:
         """The hive partition columns and their types (their folder values win over any same-named
         column inside the files, as in DuckDB and Spark); empty for a flat directory."""
         return self._scan(False)[1]
+
+    def partitioning(self) -> Partitioning:
+        """Hive folders (``k=v``, any depth), their columns inferred or declared, not named."""
+        return Partitioning(folders=True, hive_style=True, fields=None)
+
+    def folder_columns(self) -> list[str]:
+        """The hive partition columns: an engine reads their values from the folder names."""
+        return self.partition_schema().names
 
     def latest_instant(self) -> str | None:
         """Always None: a plain directory has no commit log."""
@@ -369,3 +386,23 @@ class PlainParquetTable:
             else:
                 values[key] = hive.typed_value(key, raw, arrow_type)
         return values
+
+
+class PlainFormat:
+    """The fallback format (``TableFormat``): any folder no other format recognises."""
+
+    name = "parquet"
+
+    def detect(self, root: str) -> bool:
+        return True
+
+    def open(self, root: str, options: OpenOptions) -> PlainParquetTable:
+        return PlainParquetTable(
+            root,
+            partition_schema=options.partition_schema,
+            record_key_field=options.record_key_field,
+            check_files=options.check_files,
+        )
+
+
+PLAIN_FORMAT = PlainFormat()
