@@ -181,14 +181,14 @@ def _cmd_build(args: argparse.Namespace) -> int:
     ``--record-index``...); with ``--rebuild`` the old index is moved aside first, and its place said."""
     t0 = time.perf_counter()
     table = open_from_args(args)
-    if (args.record_key or args.record_key is False) and table.reader.kind != "parquet":
-        declared_spec = getattr(table.reader, "record_key_spec", lambda: None)()
+    if (args.record_key or args.record_key is False) and table.reader.record_key_declared:
+        declared_spec = table.reader.record_key_spec()
         declared = ", ".join(declared_spec.fields) if declared_spec is not None else ""
         raise ValueError(
             f"--record-key is for plain parquet tables: a Hudi table declares its own record key "
             f"(hoodie.table.recordkey.fields: {declared or 'none'}), which build uses"
         )
-    if args.record_index and args.record_key is None and table.reader.kind == "parquet":
+    if args.record_index and args.record_key is None and not table.reader.record_key_declared:
         stored = table.stored_config()
         if stored is None or not has_keys(stored):
             raise ValueError(

@@ -69,9 +69,9 @@ def _keyed(table: IndexedTable, args: argparse.Namespace) -> IndexConfig:
     """The index's configuration, or a one-line ``ValueError`` when it holds no record keys."""
     config = require_built(table).snapshot().config
     if not has_keys(config):
-        if table.reader.kind == "parquet":
+        if not table.reader.record_key_declared:
             how = f"build it with them: {_command('build', args, '--record-key', 'COLUMN[,COLUMN...]')}"
-        elif getattr(table.reader, "record_key_spec", lambda: None)() is not None:
+        elif table.reader.record_key_spec() is not None:
             how = f"it was built without them: rebuild it, {_command('build', args)}"
         else:
             how = "the table declares no record key fields and stores no _hoodie_record_key"
@@ -265,7 +265,7 @@ def cmd_tag(args: argparse.Namespace) -> int:
     table = open_from_args(args)
     config = _keyed(table, args)
     if args.using == "record" and not config.record_index:
-        key = "" if table.reader.kind != "parquet" else " --record-key " + ",".join(config.key_fields)
+        key = "" if table.reader.record_key_declared else " --record-key " + ",".join(config.key_fields)
         raise ValueError(
             f"the index of {table.root} has no record index: build it with one "
             f"({_command('build', args)}{key} --record-index), or tag with --using bloom"

@@ -83,7 +83,7 @@ from index_store.partitions import (
     write_column_stats,
     write_files,
 )
-from index_store.tables.base import DataFile
+from index_store.tables.base import DataFile, TableReaderBase
 
 ID_WIDTH = 20_000_000  # id ranges: uniform start in [0, ID_SPACE), exponential width of this mean
 INSTANTS = ["20240301120000000", "20240302120000000", "20240303120000000", "20240304120000000"]
@@ -216,7 +216,7 @@ def _file_names(rng: np.random.Generator, n: int) -> pa.Array:
 # ---------------------------------------------------------------------------------- the index
 
 
-class StatsOnlyTable:
+class StatsOnlyTable(TableReaderBase):
     """A ``TableReader`` with no data files: the index alone is benchmarked."""
 
     kind = "parquet"

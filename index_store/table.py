@@ -574,7 +574,7 @@ class IndexedTable(SecondaryIndexes):
         """The form of the partition paths of ``loaded``'s live files (kept with the version)."""
         layout = _LAYOUTS.get(loaded)
         if layout is None:
-            fields = getattr(self.reader, "partition_fields", None)  # Hudi declares its fields
+            fields = self.reader.partitioning().fields  # Hudi declares its fields
             layout = PartitionLayout.of(self.root, loaded.partitions(self.index_root), fields)
             _LAYOUTS[loaded] = layout
         return layout
@@ -1117,8 +1117,7 @@ class IndexedTable(SecondaryIndexes):
             if not fields or not all(isinstance(f, str) and f for f in fields):
                 raise RecordKeyError(f"record_key must name one or more columns, got {record_key!r}")
             return RecordKeySpec(fields, None, "simple" if len(fields) == 1 else "complex")
-        declared = getattr(self.reader, "record_key_spec", None)
-        return declared() if declared is not None else None
+        return self.reader.record_key_spec()
 
     def _rel(self, path: str) -> str:
         if os.path.isabs(path):

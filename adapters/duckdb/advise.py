@@ -132,7 +132,7 @@ def _candidates(columns: list[str], max_columns: int) -> list[tuple[str, tuple[s
 def _sample(con: duckdb.DuckDBPyConnection, table: IndexedTable, columns: list[str], rows: int) -> pa.Table:
     """Up to ``rows`` rows of ``columns``, drawn at random (repeatably), with each row's file."""
     files = [os.path.join(table.root, f.path) for f in table.reader.list_files()]
-    hive = "true" if table.reader.kind == "parquet" and len(table.reader.partition_schema()) else "false"
+    hive = "true" if table.reader.folder_columns() else "false"
     picked = ", ".join(f'"{c}"' for c in columns)
     source = f"read_parquet(?, filename = true, union_by_name = true, hive_partitioning = {hive})"
     return con.sql(

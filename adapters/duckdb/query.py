@@ -180,7 +180,7 @@ def register(
         raise ValueError(f"{indexed.root} has no data files: DuckDB cannot read a table without one")
     if not _built(indexed):
         warnings.warn(f"{name}: {_no_index(indexed)}", IndexUnusedWarning, stacklevel=2)
-    partition_columns = indexed.reader.partition_schema().names if indexed.reader.kind == "parquet" else []
+    partition_columns = indexed.reader.folder_columns()
     options = f"hive_partitioning = {'true' if partition_columns else 'false'}, can_have_nan = true"
     if union_by_name:
         options += ", union_by_name = true"
@@ -531,7 +531,7 @@ def _uniform_glob(registration: _Registration) -> str | None:
     file is a ``.parquet`` at the same depth under the root and no folder or file name on the way
     starts with ``.`` or ``_`` (which the view's filter is for, and ``[!._]*`` leaves out)."""
     table = registration.table
-    if table.reader.kind != "parquet":
+    if table.reader.read_as != "glob":
         return None
     listing = _tables.listing(table.reader)
     cached = _GLOBS.get(table)

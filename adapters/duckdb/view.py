@@ -74,8 +74,8 @@ def live_read(con: duckdb.DuckDBPyConnection, name: str, table: IndexedTable, op
             f"a glob character ({''.join(sorted(_GLOB_CHARACTERS & set(root)))}); rename or link it"
         )
     read_options = f"filename = {_string(FILE_COLUMN)}, {options}"
-    if table.reader.kind == "parquet":
-        depth = len(table.reader.partition_schema())
+    if table.reader.read_as == "glob":
+        depth = len(table.reader.folder_columns())
         pattern = root + "/*=*" * depth + "/**/*.parquet"
         hidden = _string(_root_regex(root) + _HIDDEN_SEGMENT)
         condition = f"NOT regexp_matches({_quote(FILE_COLUMN)}, {hidden})"
@@ -122,7 +122,7 @@ class _LiveFiles:
 
     def __init__(self, table: IndexedTable) -> None:
         self.table = table
-        self.timeline_dir: str = getattr(table.reader, "timeline_dir", table.root)
+        self.timeline_dir: str = table.reader.timeline_dir or table.root
         self.stamp: int | None = None
         self.listed_at = 0
         self.paths = pa.array([], pa.string())

@@ -162,7 +162,7 @@ def prune(
 def _warn_every_version(scan: FileScan | None, table: IndexedTable) -> None:
     """A read of a Hudi table's root folder that ``prune`` cannot rewrite reads every file version
     (Spark knows nothing of the timeline): say so rather than return it silently."""
-    if scan is None or table.reader.kind == "parquet":
+    if scan is None or table.reader.read_as == "glob":
         return
     paths = scan.relation.relation().location().rootPaths()
     roots = {_local(str(paths.apply(i).toString())) for i in range(paths.size())}
@@ -255,9 +255,9 @@ def _source(spark: SparkSession, table: IndexedTable) -> _Source:
     Files of one commit share a schema, so one footer per commit tells whether older files store
     a column in another type (Spark's parquet reader would refuse them)."""
     root = table.root
-    if table.reader.kind == "parquet":
+    if table.reader.read_as == "glob":
         return _Source(spark.read.parquet(root).schema, {"basePath": root})
-    options = {"basePath": root} if getattr(table.reader, "hive_style_partitioning", False) else {}
+    options = {"basePath": root} if table.reader.partitioning().hive_style else {}
     live = table.reader.list_files()
     if not live:
         from adapters.spark.datasource import table_schema

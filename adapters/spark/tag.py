@@ -157,9 +157,7 @@ def tag_with_stats(
     if partition_col is not None:
         if partition_col not in df.columns:
             raise RecordKeyError(f"partition column {partition_col!r} is not a column of df: {df.columns}")
-        layout = PartitionLayout.of(
-            indexed.root, live.partitions, getattr(indexed.reader, "partition_fields", None)
-        )
+        layout = PartitionLayout.of(indexed.root, live.partitions, indexed.reader.partitioning().fields)
         given = F.col(f"`{partition_col}`").cast("string")
         keyed = keyed.withColumn(_PART, _arrow_udf(_NormalizePartitions(layout), "string", given))
     _check_current(indexed, live)

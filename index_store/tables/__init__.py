@@ -9,7 +9,8 @@ from typing import Literal
 
 import pyarrow as pa
 
-from index_store.errors import NotATableError
+# The errors readers raise, importable from here as before.
+from index_store.errors import NotATableError, TableFormatError, UnsupportedTableError
 from index_store.tables.base import (
     DataFile,
     FileSlice,
@@ -31,13 +32,16 @@ __all__ = [
     "FormatRegistry",
     "HudiCowTable",
     "Listing",
+    "NotATableError",
     "OpenOptions",
     "Partitioning",
     "PlainParquetTable",
     "ReadMethod",
     "TableFormat",
+    "TableFormatError",
     "TableReader",
     "TableReaderBase",
+    "UnsupportedTableError",
     "list_files",
     "listing",
     "open_reader",
