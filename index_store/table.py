@@ -44,9 +44,6 @@ from index_store.write import IndexWriter
 
 __all__ = ["Candidates", "Freshness", "IndexedTable", "PruneResult", "open_table"]
 
-# Kept for code that imported the loaded version under its old private name.
-_Loaded = LoadedVersion
-
 
 def open_table(
     path: str | os.PathLike[str],
