@@ -58,6 +58,13 @@ class IndexNotBuiltError(IndexStoreError, ValueError):
         self.table = table
 
 
+def require_built(version: int, table: str) -> None:
+    """``IndexNotBuiltError`` unless the index has a version (the one check every reader and
+    writer of a built index makes first)."""
+    if not version:
+        raise IndexNotBuiltError(table)
+
+
 class IndexNotWritableError(IndexStoreError, PermissionError):
     """The index folder cannot be written (a read-only table, or no permission)."""
 

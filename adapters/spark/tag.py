@@ -69,6 +69,7 @@ from index_store.errors import (
 )
 from index_store.hudi_bloom import HudiBloomFilter, HudiBloomFilterSet, HudiBloomFormatError
 from index_store.partitions import RECORD_INDEX_SCHEMA, read_files
+from index_store.partitions.base import live_positions
 from index_store.partitions.record_keys import RecordKeysPartition, read_record_key_rows
 from index_store.record_key import UNKNOWN, RecordKeySpec
 from index_store.tagging.partitions import PartitionLayout
@@ -683,9 +684,8 @@ class _RecordEntries:
         except (pa.ArrowException, OSError) as exc:
             raise IndexCorruptError(path, f"unreadable record batch {i} ({exc})") from None
         stored = batch.column(2).to_numpy()
-        n = self.file_idx.size
-        pos = np.minimum(np.searchsorted(self.file_idx, stored), max(n - 1, 0))
-        keep = (self.file_idx[pos] == stored) & self.present[pos] if n else np.zeros(len(stored), bool)
+        pos, live = live_positions(self.file_idx, stored)
+        keep = live & self.present[pos] if self.file_idx.size else live
         return batch.column(1).filter(pa.array(keep)).cast(pa.string()), pos[keep].astype(np.int64)
 
 

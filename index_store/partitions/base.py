@@ -33,6 +33,7 @@ __all__ = [
     "FileKeys",
     "LiveIndex",
     "Partition",
+    "live_positions",
     "open_index_file",
     "positions_of",
     "read_index_file",
@@ -197,6 +198,16 @@ def read_index_file(
         raise IndexCorruptError(str(path), f"unreadable parquet ({exc})") from None
 
 
+def live_positions(file_idx: np.ndarray, stored: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each stored ``file_idx``'s position among the live ``file_idx`` (sorted), and whether that
+    file is live: an entry of a file replaced or removed since it was written falls away."""
+    n = file_idx.size
+    if not n:
+        return np.zeros(len(stored), dtype=np.int64), np.zeros(len(stored), dtype=bool)
+    pos = np.minimum(np.searchsorted(file_idx, stored), n - 1)
+    return pos, file_idx[pos] == stored
+
+
 def positions_of(file_idx: np.ndarray, rows_idx: np.ndarray) -> np.ndarray | None:
     """Where each file's row is among ``rows_idx`` (-1: none); None when they line up already."""
     if len(rows_idx) == len(file_idx) and np.array_equal(rows_idx, file_idx):
@@ -206,8 +217,7 @@ def positions_of(file_idx: np.ndarray, rows_idx: np.ndarray) -> np.ndarray | Non
     if not n or not len(rows_idx):
         return positions
     # Rows of files no longer live fall away; the newest row of a file_idx is the last written.
-    pos = np.minimum(np.searchsorted(file_idx, rows_idx), n - 1)
-    ok = file_idx[pos] == rows_idx
+    pos, ok = live_positions(file_idx, rows_idx)
     positions[pos[ok]] = np.flatnonzero(ok)
     return positions
 

@@ -1,8 +1,9 @@
-"""RFC-51's standard API on ``IndexedTable``: define, build, drop and list secondary indexes, and
-use them (``row_ids``, ``read``, ``count``, ``exists``).
+"""RFC-51's standard API: define, build, drop and list secondary indexes, and use them
+(``row_ids``, ``read``, ``count``, ``exists``).
 
-``SecondaryIndexes`` is a mixin of ``IndexedTable``: it needs the table's reader, index root,
-timeline and ``_candidates`` (file pruning by statistics and blooms, checked against the disk).
+``SecondaryIndexes`` is a part of ``IndexedTable`` (``table.secondary``; the table's methods of the
+same names delegate to it). It is given the table's reader, index root and timeline, how to load
+the current ``LoadedVersion`` and how to prune files for row selection (``Candidates``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import dataclasses
 import os
 import shutil
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,11 +25,12 @@ from hudi_expr import BloomFilterSet, Expression, Predicate
 from hudi_expr.stats import leaf_columns
 from index_store.builder import top_field
 from index_store.commit import commit, writable
+from index_store.config import IndexConfig
 from index_store.errors import (
     CommitConflictError,
     IndexCorruptError,
     IndexDefinitionError,
-    IndexNotBuiltError,
+    require_built,
 )
 from index_store.partitions import read_files
 from index_store.partitions.base import positions_of, scatter
@@ -58,7 +60,7 @@ from index_store.tables.base import TableReader
 from index_store.timeline import Commit, IndexTimeline, Snapshot
 
 if TYPE_CHECKING:
-    from index_store.table import Candidates
+    from index_store.loaded import Candidates, LoadedVersion
 
 __all__ = ["IndexStatus", "RowSelection", "SecondaryIndexes"]
 
@@ -129,24 +131,30 @@ def _maybe_rows(rows: FileRows, n: int) -> bool:
 
 
 class SecondaryIndexes:
-    """Secondary index methods of ``IndexedTable``, which provides the members declared here."""
+    """The secondary indexes of one table: definitions, builds, and row selection with them."""
 
-    reader: TableReader
-    index_root: Path
-    timeline: IndexTimeline
+    def __init__(
+        self,
+        reader: TableReader,
+        index_root: Path,
+        timeline: IndexTimeline,
+        load: Callable[[], LoadedVersion],
+        candidates: Callable[[Expression], Candidates],
+    ) -> None:
+        self.reader = reader
+        self.index_root = index_root
+        self.timeline = timeline
+        self._load = load  # the table's current index version (cached by the table)
+        self._candidates = candidates  # file pruning by statistics and blooms, checked against disk
 
     @property
     def root(self) -> str:
-        raise NotImplementedError
-
-    def _load(self) -> Any:
-        raise NotImplementedError
-
-    def _candidates(self, expr: Expression) -> Candidates:
-        raise NotImplementedError
+        return self.reader.root
 
     def _abs_all(self, rels: Iterable[str]) -> list[str]:
-        raise NotImplementedError
+        # Plain concatenation: os.path.join per file costs more than pruning a million of them.
+        prefix = self.root.rstrip(os.sep) + os.sep
+        return [prefix + rel for rel in rels]
 
     # ------------------------------------------------------------------------------ definitions
 
@@ -166,8 +174,7 @@ class SecondaryIndexes:
             raise IndexDefinitionError(str(exc)) from None
 
         def prepare(snap: Snapshot) -> Commit:
-            if not snap.version:
-                raise IndexNotBuiltError(self.root)
+            require_built(snap.version, self.root)
             leaves = leaf_columns(snap.schema)
             for c in cols:
                 if c not in leaves:
@@ -226,7 +233,7 @@ class SecondaryIndexes:
         answered from its old index file)."""
         loaded = self._load()
         snap = loaded.snap
-        usable = self._usable_manifest(loaded)
+        usable = self.usable_manifest(loaded)
         out = []
         for d in snap.config.secondary_indexes:
             covered: set[int] | None = None
@@ -263,8 +270,7 @@ class SecondaryIndexes:
             raise ValueError(f"strategy must be 'incremental' or 'all', not {strategy!r}")
         loaded = self._load()
         snap = loaded.snap
-        if not snap.version:
-            raise IndexNotBuiltError(self.root)
+        require_built(snap.version, self.root)
         if name is not None and snap.config.secondary_index(name) is None:
             known = ", ".join(d.name for d in snap.config.secondary_indexes) or "none"
             raise IndexDefinitionError(f"no secondary index named {name!r} (indexes: {known})")
@@ -323,7 +329,7 @@ class SecondaryIndexes:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _build_tasks(self, loaded: Any, name: str | None, strategy: str) -> list[FileTask]:
+    def _build_tasks(self, loaded: LoadedVersion, name: str | None, strategy: str) -> list[FileTask]:
         snap = loaded.snap
         definitions = [
             d for d in snap.config.secondary_indexes if name is None or d.name.lower() == name.lower()
@@ -339,7 +345,7 @@ class SecondaryIndexes:
             )
             for k in kinds
         }
-        usable = self._usable_manifest(loaded) if strategy == "incremental" else MANIFEST_SCHEMA.empty_table()
+        usable = self.usable_manifest(loaded) if strategy == "incremental" else MANIFEST_SCHEMA.empty_table()
         listing = {f.path: f for f in self.reader.list_files()}
         files = loaded.files
         paths = loaded.paths.to_pylist()
@@ -381,9 +387,9 @@ class SecondaryIndexes:
     def _live_file_idx(self, snap: Snapshot) -> np.ndarray:
         return read_files(self.index_root, snap.live["files"], ["file_idx"])["file_idx"].to_numpy()
 
-    def _usable_manifest(self, loaded: Any) -> pa.Table:
+    def usable_manifest(self, loaded: LoadedVersion) -> pa.Table:
         """Manifest rows of defined indexes whose base file is live and unchanged since indexed."""
-        cached = loaded.secondary.get("manifest")
+        cached = loaded.secondary.manifest
         if cached is not None:
             return cached
         snap = loaded.snap
@@ -402,20 +408,20 @@ class SecondaryIndexes:
                 ),
             )
             rows = rows.filter(pc.fill_null(same, False))
-        loaded.secondary["manifest"] = rows
+        loaded.secondary.manifest = rows
         return rows
 
-    def _secondary_blooms(
-        self, loaded: Any, columns: Sequence[str], kind: str = "value"
+    def bloom_filters(
+        self, loaded: LoadedVersion, columns: Sequence[str], kind: str = "value"
     ) -> dict[str, BloomFilterSet]:
         """Per column of ``columns`` indexed with ``kind``: the bloom filters of each live file's
         keys (files without a usable index file have none: anything may be there)."""
         if not loaded.snap.config.secondary_indexes:
             return {}
-        cache = loaded.secondary.setdefault(("blooms", kind), {})
+        cache = loaded.secondary.blooms.setdefault(kind, {})
         wanted = [c for c in columns if c not in cache]
         if wanted:
-            usable = self._usable_manifest(loaded)
+            usable = self.usable_manifest(loaded)
             mine = usable.filter(pc.equal(usable["index_type"], kind))
             for column in wanted:
                 rows = mine.filter(pc.equal(mine["column"], column))
@@ -431,7 +437,7 @@ class SecondaryIndexes:
                     raise IndexCorruptError(
                         str(self.index_root / MANIFEST), f"bad bloom filter ({exc})"
                     ) from None
-        return {c: cache[c] for c in columns if cache.get(c) is not None}
+        return {c: f for c in columns if (f := cache.get(c)) is not None}
 
     # --------------------------------------------------------------------------------- reading
 
@@ -452,22 +458,22 @@ class SecondaryIndexes:
         if on_corrupt != "raise":
             loaded = self._load()
             try:
-                self._usable_manifest(loaded)
+                self.usable_manifest(loaded)
             except IndexCorruptError as exc:
-                loaded.secondary["manifest"] = MANIFEST_SCHEMA.empty_table()  # as if none was built
-                loaded.secondary["manifest_error"] = exc
-            if "manifest_error" in loaded.secondary:
-                corrupt.append(loaded.secondary["manifest_error"])
-        elif "manifest_error" in self._load().secondary:
-            raise self._load().secondary["manifest_error"]  # read past before, on_corrupt="scan"
+                loaded.secondary.manifest = MANIFEST_SCHEMA.empty_table()  # as if none was built
+                loaded.secondary.manifest_error = exc
+            if loaded.secondary.manifest_error is not None:
+                corrupt.append(loaded.secondary.manifest_error)
+        elif (error := self._load().secondary.manifest_error) is not None:
+            raise error  # read past before, on_corrupt="scan"
         cand = self._candidates(expr)
         loaded, bound = cand.loaded, cand.bound
         snap = loaded.snap
-        usable = self._usable_manifest(loaded)
-        built = loaded.secondary.get("built")
+        usable = self.usable_manifest(loaded)
+        built = loaded.secondary.built
         if built is None:
             pairs = usable.select(["index_type", "column"]).group_by(["index_type", "column"]).aggregate([])
-            built = loaded.secondary["built"] = set(
+            built = loaded.secondary.built = set(
                 zip(pairs["index_type"].to_pylist(), pairs["column"].to_pylist(), strict=True)
             )
         definitions = [
@@ -526,7 +532,7 @@ class SecondaryIndexes:
                 index_files,
                 row_counts.tolist(),
                 self.index_root,
-                loaded.secondary.setdefault("opened", {}),
+                loaded.secondary.opened,
                 key_schemas,
                 on_corrupt,
                 absent,
@@ -551,7 +557,7 @@ class SecondaryIndexes:
         )
 
     def _absent_keys(
-        self, loaded: Any, planned: Mapping[Predicate, Any], candidates: np.ndarray
+        self, loaded: LoadedVersion, planned: Mapping[Predicate, Any], candidates: np.ndarray
     ) -> dict[Predicate, np.ndarray]:
         """Per leaf looked up by equal keys in an index type whose blooms ``stats`` does not apply
         (a term index): per candidate, True where the file's bloom proves no key is there."""
@@ -560,7 +566,7 @@ class SecondaryIndexes:
             keys = p.lookup.keys
             if p.kind == "value" or keys.op not in ("eq", "in"):
                 continue
-            blooms = self._secondary_blooms(loaded, [p.column], p.kind).get(p.column)
+            blooms = self.bloom_filters(loaded, [p.column], p.kind).get(p.column)
             if blooms is None:
                 continue
             values = pa.array([keys.args[1]], pa.string()) if keys.op == "eq" else pa.array(keys.args[1])
@@ -751,7 +757,7 @@ def _decide(
     )
 
 
-def _meta_commit(snap: Snapshot, operation: str, config: Any, **changes: Any) -> Commit:
+def _meta_commit(snap: Snapshot, operation: str, config: IndexConfig, **changes: Any) -> Commit:
     return Commit(
         version=snap.version + 1,
         operation=operation,
@@ -764,7 +770,9 @@ def _meta_commit(snap: Snapshot, operation: str, config: Any, **changes: Any) ->
     )
 
 
-def _manifest_commit(root: Path, snap: Snapshot, operation: str, config: Any, rows: pa.Table) -> Commit:
+def _manifest_commit(
+    root: Path, snap: Snapshot, operation: str, config: IndexConfig, rows: pa.Table
+) -> Commit:
     """A commit whose manifest is ``rows``: index files it no longer names stop being live."""
     old_files = {k: set(v) for k, v in snap.live.items() if k not in (MANIFEST,) and _is_kind(k)}
     new_files = files_by_type(rows)

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from index_store.arrays import unique_sorted
 from index_store.config import IndexConfig
 from index_store.errors import DuplicateKeyError, RecordKeyError
+from index_store.partitions.base import live_positions
 from index_store.partitions.record_keys import KeyFilters
 from index_store.record_key import RecordKeySpec
 from index_store.tagging.ranges import Numbers, SortedBounds, needs_both_orders, range_pairs
@@ -204,13 +205,7 @@ def _by_record_index(
     assert context.record_lookup is not None
     matches = context.record_lookup(keys)
     # Entries of files no longer live (replaced, removed) fall away here.
-    pos = np.searchsorted(context.file_idx, matches.file_idx)
-    pos = np.minimum(pos, max(context.file_idx.size - 1, 0))
-    live = (
-        (context.file_idx[pos] == matches.file_idx)
-        if context.file_idx.size
-        else np.zeros(matches.file_idx.size, dtype=bool)
-    )
+    pos, live = live_positions(context.file_idx, matches.file_idx)
     key_idx, file_pos = matches.key_pos[live], pos[live]
     keep = context.present[file_pos] & _same_partition(context, parts, key_idx, file_pos)
     key_idx, file_pos = key_idx[keep], file_pos[keep]

@@ -1,0 +1,187 @@
+"""``LoadedVersion``: what a reader keeps of one index version, each cache a typed field.
+
+Everything here belongs to one version and is dropped with it: the live files, the column stats
+and bloom filters read so far, the record key filters, the partition layout, the secondary index
+manifest and opened index files. ``OnDisk`` is one listing of the table against one version, and
+``Candidates`` the file pruning row selection starts from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_expr import BloomFilterSet, ColumnStats, Expression, FileStats
+from index_store.errors import IndexCorruptError, require_built
+from index_store.partitions import LOAD_COLUMNS, read_live_files, read_record_keys
+from index_store.partitions.record_keys import KeyFilters
+from index_store.secondary.format import IndexFile
+from index_store.tables.base import DataFile, Listing
+from index_store.tagging.partitions import PartitionLayout
+from index_store.timeline import Snapshot
+
+if TYPE_CHECKING:
+    from index_store.sources import SourcedStats
+
+__all__ = ["Candidates", "LoadedVersion", "OnDisk", "SecondaryCache", "compare_with_disk"]
+
+# What pruning reads of the ``files`` partition when an index version is opened; the rest of
+# ``LOAD_COLUMNS`` (sizes and times, to compare with the disk) is read on first use.
+OPEN_COLUMNS = ("file_idx", "path", "row_count")
+
+# ``stats()`` answers by (columns, with_blooms): everything in them belongs to one version.
+StatsKey = tuple[tuple[str, ...], bool]
+
+
+@dataclass
+class SecondaryCache:
+    """The secondary index's state of one version, read on first use."""
+
+    manifest: pa.Table | None = None  # usable manifest rows (live, unchanged base files)
+    manifest_error: IndexCorruptError | None = None  # the manifest was read past (on_corrupt="scan")
+    built: set[tuple[str, str]] | None = None  # (index type, column) with an index file
+    opened: dict[str, IndexFile] = field(default_factory=dict)  # index files opened, by path
+    # Per index type, per column: the bloom filters of each live file's keys (None: not indexed).
+    blooms: dict[str, dict[str, BloomFilterSet | None]] = field(default_factory=dict)
+
+
+class LoadedVersion:
+    """What a reader keeps of one index version: its files and the column stats loaded so far."""
+
+    def __init__(self, root: Path, snap: Snapshot, columns: Sequence[str] = LOAD_COLUMNS) -> None:
+        self.root = root
+        self.snap = snap
+        self._wanted = list(dict.fromkeys([*LOAD_COLUMNS, *columns]))
+        first = OPEN_COLUMNS if tuple(columns) == LOAD_COLUMNS else self._wanted
+        self._files, self._rows = read_live_files(root, snap.live["files"], first)
+        self.file_idx: np.ndarray = self._files["file_idx"].to_numpy()
+        self.paths: pa.StringArray = self._files["path"].combine_chunks()
+        self.row_count: pa.Array = self._files["row_count"].combine_chunks()
+        self.schema_only = FileStats([], [], {}, snap.schema)  # what binding a predicate needs
+        self.stats_made: dict[StatsKey, SourcedStats] = {}  # per query: every source's answer
+        self.columns: dict[str, ColumnStats] = {}
+        self.blooms: dict[str, BloomFilterSet] = {}
+        self.key_filters: KeyFilters | None = None
+        self.layout: PartitionLayout | None = None  # of the partition paths, once tagging asked
+        self.secondary = SecondaryCache()
+        self._partitions: pa.StringArray | None = None
+
+    @property
+    def version(self) -> int:
+        return self.snap.version
+
+    def require_built(self, table: str) -> LoadedVersion:
+        """This version, or ``IndexNotBuiltError`` when the index has none yet."""
+        require_built(self.snap.version, table)
+        return self
+
+    @property
+    def files(self) -> pa.Table:
+        """The ``files`` partition's rows of the live files (``LOAD_COLUMNS`` and the columns asked
+        for), the columns not read when the version was opened read now, of the same rows."""
+        missing = [c for c in self._wanted if c not in self._files.column_names]
+        if missing:
+            more, _ = read_live_files(self.root, self.snap.live["files"], missing, self._rows)
+            for name in missing:
+                self._files = self._files.append_column(more.schema.field(name), more[name])
+        return self._files
+
+    def partitions(self, root: Path | None = None) -> pa.StringArray:
+        """Each live file's partition path (read on first use: pruning does not need it)."""
+        if self._partitions is None:
+            if "partition" in self._files.column_names:
+                column = self._files["partition"]
+            else:
+                where = self.root if root is None else root
+                read, _ = read_live_files(where, self.snap.live["files"], ["partition"], self._rows)
+                column = read["partition"]
+            self._partitions = column.combine_chunks().cast(pa.string())
+        return self._partitions
+
+    def record_key_filters(self) -> KeyFilters:
+        """The key bounds and filters of the live files (read on first use)."""
+        if self.key_filters is None:
+            self.key_filters = read_record_keys(
+                self.root, self.snap.live.get("record_keys", ()), self.file_idx
+            )
+        return self.key_filters
+
+
+@dataclass(frozen=True, eq=False)
+class OnDisk:
+    """One listing of the table against one loaded index version (kept while both stay the same
+    objects: nothing changed on disk, nor in the index). The arrays are read-only."""
+
+    listing: Listing
+    loaded: LoadedVersion
+    present: np.ndarray  # per indexed file: still on disk
+    changed: np.ndarray  # per indexed file: size or modification time not what was indexed
+    unknown: list[str]  # files on disk the index does not hold (table-relative)
+    _partition_values: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return len(self.listing.files)
+
+    def partition_values(self) -> dict[str, dict[str, Any]]:
+        """Table-relative path -> partition values, of the files that have any."""
+        if not self._partition_values:
+            self._partition_values.update(
+                {f.path: f.partition_values for f in self.listing.files if f.partition_values}
+            )
+        return self._partition_values
+
+    @classmethod
+    def compare(cls, listing: Listing, loaded: LoadedVersion) -> OnDisk:
+        """``listing`` against ``loaded``: present, changed and unknown files."""
+        present, changed = compare_with_disk(loaded, listing.files, listing.paths)
+        on_disk = listing.paths
+        unknown = on_disk.filter(pc.invert(pc.is_in(on_disk, value_set=loaded.paths))).to_pylist()
+        present.flags.writeable = False
+        changed.flags.writeable = False
+        return cls(listing, loaded, present, changed, unknown)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """File pruning for row selection: per live file of ``loaded``, kept or not, and changed on
+    disk since indexed (kept, with no usable secondary index); files the index does not know."""
+
+    loaded: LoadedVersion
+    bound: Expression
+    kept: np.ndarray
+    changed: np.ndarray
+    unknown: list[str]  # table-relative
+    total: int  # data files on disk
+    partition_values: dict[str, dict[str, Any]]  # table-relative path -> its partition values
+    whole: np.ndarray  # per live file: statistics prove every row matches (strict evaluation)
+
+
+def compare_with_disk(
+    loaded: LoadedVersion, listing: Sequence[DataFile], on_disk: pa.Array
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per indexed file: is it still on disk, and has it changed since it was indexed?
+
+    Vectorized set logic. An indexed file gone from disk is not present (never read); one whose
+    size or modification time is not what the index recorded was rewritten in place (or another
+    file renamed over it): its statistics describe other rows. An unknown time on either side
+    (an index from before times were recorded) counts as changed.
+    """
+    where = pc.index_in(loaded.paths, value_set=on_disk)
+    present = pc.is_valid(where).to_numpy(zero_copy_only=False)
+    if not len(listing):
+        return present, np.zeros(len(present), dtype=bool)
+    rows = pa.array(where.fill_null(0).to_numpy(zero_copy_only=False))
+    disk_size = pa.array([f.size for f in listing], pa.int64()).take(rows)
+    disk_mtime = pa.array([f.mtime_ns for f in listing], pa.int64()).take(rows)
+    same = pc.and_(
+        pc.equal(disk_size, loaded.files["size"].combine_chunks()),
+        pc.equal(disk_mtime, loaded.files["mtime"].combine_chunks()),
+    )
+    return present, present & ~pc.fill_null(same, False).to_numpy(zero_copy_only=False)
