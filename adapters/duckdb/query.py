@@ -32,26 +32,8 @@ Secondary indexes (RFC-51): when a translated predicate has a leaf on an indexed
 ``IndexedTable.select(expr, rules)`` says the index pays, the reference reads only the rows it
 selects, by ``file_row_number`` filters DuckDB pushes into its scan (``adapters.duckdb.rows``);
 counts and existence tests it knows exactly are answered from it (``adapters.duckdb.answers``).
-Reading through DuckDB (a) was chosen over handing DuckDB the Arrow rows of ``t.read`` (b) by
-measurement: 20 files of 300k rows in 16,384-row groups ("big") and 2,000 files of 3k rows
-("many"), 8 columns, value indexes on a unique unclustered ``id`` and on ``qty`` (1..49); best of
-7 runs in ms, on a shared 2-core machine (``select`` is the index lookup both pay):
-
-    query                   DuckDB  files only  select  (a) *  (b) *  (a) 2 cols  (b) 2 cols
-    big  id = X                 31          14       5     13     10          12           8
-    big  id IN (10 values)     177          88      37     72     57          54          52
-    big  qty = 7 (2%)          250         263      28    285    428         102         142
-    many id = X (rules: no)    131          32      11     33     28          32          23
-    many id IN (10 values)     289          69      68    104     94         115          96
-    many qty = 7 (2%)          655         754     782   1669   1964        1132        1475
-
-(b) is a few ms quicker on a handful of rows, but only because it skips planning (12 ms here, of
-which the DuckDB read of the one row is 3.4 ms against pyarrow's 5); it holds every selected row
-in Python before DuckDB sees one, needs the query's columns worked out from the SQL, and is
-1.3-1.5x slower on dense selections. (a) keeps DuckDB's streaming, projection pushdown, types and
-hive columns. ``count(*)`` from the index: 10 ms against DuckDB's 30 (big, id = X) and 36 against
-116 (many), but 34 against 15 and 612 against 155 for qty = 7, where DuckDB's count is a fast scan
-of one column and the index opens every file's index.
+Reading the selected rows through DuckDB was chosen over handing DuckDB the Arrow rows of
+``t.read`` by measurement (docs/benchmarks.md, "Selected rows: through DuckDB or as Arrow rows").
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
 
 from adapters.clustering import ClusterJob, ClusterResult, run_cluster
 from index_store.curves import column_ranks, grid_bits, hilbert_keys, zorder_keys
@@ -129,7 +130,7 @@ def _with_key(spark: SparkSession, rows: DataFrame, by: list[str], strategy: str
     curve = _Keys(zorder_keys if strategy == "zorder" else hilbert_keys, bits)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "prefer type hints": a callable object has none
-        udf = F.arrow_udf(curve, "long", F.ArrowUDFType.SCALAR)
+        udf = arrow_udf(curve, "long", ArrowUDFType.SCALAR)
     return rows.withColumn(_KEY, udf(*[F.col(c) for c in cells])).drop(*cells)
 
 

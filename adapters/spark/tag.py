@@ -52,6 +52,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
@@ -306,7 +307,7 @@ def _arrow_udf(fn: Any, return_type: str, *columns: Column) -> Column:
     PySpark 4.3 runs through ``pandas_udf``, it needs no pandas)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "prefer type hints": a callable object has none
-        udf = F.arrow_udf(fn, return_type, F.ArrowUDFType.SCALAR)
+        udf = arrow_udf(fn, return_type, ArrowUDFType.SCALAR)
     return udf(*columns)
 
 
