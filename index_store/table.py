@@ -127,7 +127,7 @@ class PruneResult:
         explanation = self.explanation
         lines = [str(explanation)] if explanation is not None else []
         by_source = self.removed_by_source
-        if by_source:
+        if by_source and set(by_source) != {"column statistics"}:  # said already when only stats did
             named = ", ".join(f"{name} {n}" for name, n in by_source.items())
             lines.append(f"  files ruled out first by each index source: {named}")
         lines += [f"  {line}" for line in self.notes()]
