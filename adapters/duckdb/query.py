@@ -94,6 +94,7 @@ from adapters.duckdb.parse import (
 from adapters.duckdb.parse import refusal as invalid_predicate
 from adapters.duckdb.rows import ROW_COLUMN, Reads, RowRead, first_row, plan_reads
 from adapters.duckdb.scope import TableRef, column_refs, find_references, same_ignoring_locations, walk_dicts
+from adapters.duckdb.serialized import Class, Key, Subquery, Type
 from adapters.duckdb.view import LiveRead, live_read
 from adapters.statements import CreateIndex, IndexStatement, StatementError, parse_statement, run_statement
 from hudi_expr import (
@@ -402,12 +403,12 @@ def _plan(
     registrations = _live_registrations(con, session.views)
     if not registrations:
         return QueryPlan(shown, shown, (), "no table is registered on this connection", params, con)
-    statements = session.tree.get("statements") or []
-    if session.tree.get("error") or len(statements) != 1:
-        error = session.tree.get("error_message", "")
-        why = error if session.tree.get("error") else "not a single SELECT statement"
+    statements = session.tree.get(Key.STATEMENTS) or []
+    if session.tree.get(Key.ERROR) or len(statements) != 1:
+        error = session.tree.get(Key.ERROR_MESSAGE, "")
+        why = error if session.tree.get(Key.ERROR) else "not a single SELECT statement"
         return QueryPlan(shown, shown, (), f"run as written, without pruning ({why})", params, con)
-    statement = statements[0]["node"]
+    statement = statements[0][Key.NODE]
     if written is None:
         # now(), current_date ...: one instant, written into the query, so that the constants
         # that prune and the ones the query compares with are the same (adapters.duckdb.clock).
@@ -421,10 +422,10 @@ def _plan(
     unqualified = session.schema.lower() == "main"
 
     def registration_of(node: dict[str, Any]) -> _Registration | None:
-        name = str(node.get("table_name", "")).lower()
+        name = str(node.get(Key.TABLE_NAME, "")).lower()
         registration = registrations.get(name)
-        catalog = str(node.get("catalog_name") or "").lower()
-        schema = str(node.get("schema_name") or "").lower()
+        catalog = str(node.get(Key.CATALOG_NAME) or "").lower()
+        schema = str(node.get(Key.SCHEMA_NAME) or "").lower()
         if (
             registration is None
             or schema not in ("main", "")
@@ -449,10 +450,10 @@ def _plan(
     refs = [
         ref
         for ref in found.references
-        if ref.node.get("sample") is None
-        and ref.node.get("at_clause") is None
+        if ref.node.get(Key.SAMPLE) is None
+        and ref.node.get(Key.AT_CLAUSE) is None
         # ``main.t.col`` cannot name the spliced ``(...) AS t``: such references stay as written.
-        and (ref.node.get("alias") or str(ref.node.get("table_name")).lower() not in qualified)
+        and (ref.node.get(Key.ALIAS) or str(ref.node.get(Key.TABLE_NAME)).lower() not in qualified)
     ]
     if not refs:
         return QueryPlan(shown, shown, (), "", params, con)
@@ -563,7 +564,7 @@ def _derive(
     wanted = [
         k
         for k, ref in enumerate(refs)
-        if ref.joins or any(p.node.get("subquery_type") == "ANY" for p in ref.pushable)
+        if ref.joins or any(p.node.get(Key.SUBQUERY_TYPE) == Subquery.ANY for p in ref.pushable)
     ]
     if not wanted:
         return {}
@@ -594,7 +595,7 @@ def _derive(
     for k in wanted:
         ref, registration, t = refs[k], read[k], translated[k]
         conjuncts = [j.conjunct for j in ref.joins] + [
-            p.node for p in ref.pushable if p.node.get("subquery_type") == "ANY"
+            p.node for p in ref.pushable if p.node.get(Key.SUBQUERY_TYPE) == Subquery.ANY
         ]
         if registration.dynamic_keys is None:
             why = "dynamic pruning: off for this table (register(dynamic_keys=None))"
@@ -628,7 +629,7 @@ def _plain_columns(
     as DuckDB does: temporary objects first, then the current schema. A wrong guess costs pruning,
     never an answer: a column two tables seem to have is no one's, and a join key is read by
     DuckDB's own binding of the name."""
-    tables = [n for n in walk_dicts(statement) if n.get("type") == "BASE_TABLE"]
+    tables = [n for n in walk_dicts(statement) if n.get(Key.TYPE) == Type.BASE_TABLE]
     if not any(registration_of(n) is not None for n in tables):
         return {}
     keys = {_table_key(n) for n in tables if registration_of(n) is None}
@@ -664,9 +665,9 @@ def _plain_columns(
 
 def _table_key(node: dict[str, Any]) -> tuple[str, str, str]:
     return (
-        str(node.get("catalog_name") or ""),
-        str(node.get("schema_name") or ""),
-        str(node.get("table_name") or ""),
+        str(node.get(Key.CATALOG_NAME) or ""),
+        str(node.get(Key.SCHEMA_NAME) or ""),
+        str(node.get(Key.TABLE_NAME) or ""),
     )
 
 
@@ -851,18 +852,18 @@ class _Planner:
         """Whether ``node`` reads only the reference's columns, through DuckDB's consistent functions."""
         functions = consistent_functions()
         for n in walk_dicts(node):
-            cls = n.get("class")
-            if cls in ("SUBQUERY", "PARAMETER", "LAMBDA", "WINDOW"):
+            cls = n.get(Key.CLASS)
+            if cls in (Class.SUBQUERY, Class.PARAMETER, Class.LAMBDA, Class.WINDOW):
                 return False
-            if cls == "FUNCTION" and (
-                n.get("schema")
-                or n.get("catalog")
-                or str(n.get("function_name", "")).lower() not in functions
+            if cls == Class.FUNCTION and (
+                n.get(Key.SCHEMA)
+                or n.get(Key.CATALOG)
+                or str(n.get(Key.FUNCTION_NAME, "")).lower() not in functions
             ):
                 return False
             if (
-                cls == "COLUMN_REF"
-                and self.walker.resolve([str(p) for p in n.get("column_names") or []]) is None
+                cls == Class.COLUMN_REF
+                and self.walker.resolve([str(p) for p in n.get(Key.COLUMN_NAMES) or []]) is None
             ):
                 return False
         return True
@@ -870,12 +871,12 @@ class _Planner:
     def _why(self, node: dict[str, Any]) -> str:
         """Why the index cannot use a part of a conjunct, in a few words."""
         inside = list(walk_dicts(node))
-        if any(n.get("class") == "SUBQUERY" for n in inside):
+        if any(n.get(Key.CLASS) == Class.SUBQUERY for n in inside):
             return "a subquery"
-        if any(n.get("class") == "PARAMETER" for n in inside):
+        if any(n.get(Key.CLASS) == Class.PARAMETER for n in inside):
             return "a query parameter: its value is not known when planning"
         resolve = self.walker.resolve
-        columns = {resolve([str(p) for p in c.get("column_names") or []]) for c in column_refs(node)}
+        columns = {resolve([str(p) for p in c.get(Key.COLUMN_NAMES) or []]) for c in column_refs(node)}
         if len(columns) > 1:
             return "compares columns of the table with each other"
         if None in columns:
@@ -897,7 +898,7 @@ class _Planner:
             try:
                 self.walker.column(operand)
             except walker_module.Untranslatable:
-                if operand.get("class") == "COLUMN_REF":
+                if operand.get(Key.CLASS) == Class.COLUMN_REF:
                     return "untranslatable type"
                 return f"a function of a column that is not monotonic ({_called(operand)})"
         if isinstance(shape, walker_module.LikeTest):
@@ -996,15 +997,15 @@ def _operands(shape: Any) -> list[dict[str, Any]]:
 
 def _called(node: dict[str, Any]) -> str:
     """What a node applies: a function's name, CAST, CASE, or the node's kind."""
-    cls = node.get("class")
-    if cls == "FUNCTION":
-        name = str(node.get("function_name", "?"))
+    cls = node.get(Key.CLASS)
+    if cls == Class.FUNCTION:
+        name = str(node.get(Key.FUNCTION_NAME, "?"))
         return {"~~*": "ILIKE", "!~~*": "NOT ILIKE", "~~": "LIKE", "!~~": "NOT LIKE"}.get(name, name)
-    if cls in ("CAST", "CASE"):
+    if cls in (Class.CAST, Class.CASE):
         return str(cls)
-    if cls == "OPERATOR":
-        return str(node.get("type", "")).removeprefix("OPERATOR_").lower()
-    return str(node.get("type") or cls or "?").lower().replace("_", " ")
+    if cls == Class.OPERATOR:
+        return str(node.get(Key.TYPE, "")).removeprefix("OPERATOR_").lower()
+    return str(node.get(Key.TYPE) or cls or "?").lower().replace("_", " ")
 
 
 @dataclass(frozen=True)
@@ -1257,19 +1258,19 @@ def _same_but_renamed(
 ) -> bool:
     """Whether ``checked`` (the parsed text with ``placeholders`` spliced in for ``refs``) is
     ``statement`` with exactly those references renamed, each keeping its alias."""
-    statements = (checked or {}).get("statements") or []
-    if (checked or {}).get("error") or len(statements) != 1:
+    statements = (checked or {}).get(Key.STATEMENTS) or []
+    if (checked or {}).get(Key.ERROR) or len(statements) != 1:
         return False
-    tree = statements[0]["node"]
+    tree = statements[0][Key.NODE]
     by_name = {p: ref.node for p, ref in zip(placeholders, refs, strict=True)}
     seen: set[str] = set()
     stack: list[Any] = [tree]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
-            if item.get("type") == "BASE_TABLE" and item.get("table_name") in by_name:
-                name = item["table_name"]
-                if name in seen or str(item.get("alias")) != _alias_of(by_name[name]):
+            if item.get(Key.TYPE) == Type.BASE_TABLE and item.get(Key.TABLE_NAME) in by_name:
+                name = item[Key.TABLE_NAME]
+                if name in seen or str(item.get(Key.ALIAS)) != _alias_of(by_name[name]):
                     return False
                 seen.add(name)
                 item.clear()
@@ -1285,7 +1286,7 @@ def _schema_qualified(statement: Any, database: str) -> set[str]:
     """Table names that a column reference of the statement qualifies with a schema."""
     found: set[str] = set()
     for column in column_refs(statement, into_subqueries=True):
-        parts = [str(p).lower() for p in column.get("column_names") or []]
+        parts = [str(p).lower() for p in column.get(Key.COLUMN_NAMES) or []]
         if len(parts) >= 3 and parts[0] == "main":
             found.add(parts[1])
         if len(parts) >= 4 and parts[0] == database.lower() and parts[1] == "main":
@@ -1297,15 +1298,15 @@ def _names_from_text(statement: Any, refs: Sequence[TableRef], time_calls: bool 
     """Whether an output column is named by the text of an expression holding a rewritten reference
     (or, with ``time_calls``, a call of a time function, which ``pin_time`` rewrites)."""
     node = statement
-    while node.get("type") == "SET_OPERATION_NODE":
-        node = node.get("left") or {}
+    while node.get(Key.TYPE) == "SET_OPERATION_NODE":
+        node = node.get(Key.LEFT) or {}
     marked = {id(ref.node) for ref in refs}
     if time_calls:
         marked |= {id(call) for call, _ in time_calls_of(node)}
-    for item in node.get("select_list") or []:
-        if item.get("alias") or (item.get("class") == "STAR"):
+    for item in node.get(Key.SELECT_LIST) or []:
+        if item.get(Key.ALIAS) or (item.get(Key.CLASS) == Class.STAR):
             continue
-        if item.get("class") == "COLUMN_REF" and not time_calls:
+        if item.get(Key.CLASS) == Class.COLUMN_REF and not time_calls:
             continue
         stack: list[Any] = [item]
         while stack:
@@ -1326,7 +1327,7 @@ def _spliced(query: str, refs: Sequence[TableRef], sources: Sequence[str]) -> st
     for ref, source in sorted(zip(refs, sources, strict=True), key=lambda p: -p[0].span[0]):
         start, length = ref.span
         alias = _quote(_alias_of(ref.node))
-        renamed = ref.node.get("column_name_alias") or []
+        renamed = ref.node.get(Key.COLUMN_NAME_ALIAS) or []
         if renamed:
             alias += "(" + ", ".join(_quote(str(c)) for c in renamed) + ")"
         pieces.append(text[start + length : end])
@@ -1363,10 +1364,10 @@ def _plainly_written(query: str, refs: Sequence[TableRef]) -> bool:
         named = [str(node.get(k) or "") for k in ("catalog_name", "schema_name", "table_name")]
         if _names(match["names"]) != [n for n in named if n]:
             return False
-        alias = str(node.get("alias") or "")
+        alias = str(node.get(Key.ALIAS) or "")
         if (match["alias"] is None) != (not alias) or (alias and _names(match["alias"]) != [alias]):
             return False
-        columns = [str(c) for c in node.get("column_name_alias") or []]
+        columns = [str(c) for c in node.get(Key.COLUMN_NAME_ALIAS) or []]
         if _names(match["columns"] or "") != columns:
             return False
     return True
@@ -1379,7 +1380,7 @@ def _names(text: str) -> list[str]:
 
 
 def _alias_of(node: dict[str, Any]) -> str:
-    return str(node.get("alias") or node.get("table_name"))
+    return str(node.get(Key.ALIAS) or node.get(Key.TABLE_NAME))
 
 
 _same_ignoring_locations = same_ignoring_locations
