@@ -49,7 +49,17 @@ import pyarrow.compute as pc
 from adapters.duckdb.clock import TIME_FUNCTIONS
 from adapters.duckdb.parse import consistent_functions
 from adapters.duckdb.scope import JoinKey, TableRef, column_refs, same_ignoring_locations, walk_dicts
-from adapters.duckdb.serialized import Class, Key, Subquery, Type, conjunction_and, parse_result, select_node
+from adapters.duckdb.serialized import (
+    Class,
+    Key,
+    Subquery,
+    Type,
+    column_names,
+    conjunction_and,
+    is_base_table,
+    parse_result,
+    select_node,
+)
 from hudi_expr import And, ColumnStats, Expression, GreaterThanOrEqual, In, LessThanOrEqual, Reference
 
 __all__ = [
@@ -185,7 +195,7 @@ def _column(ref: TableRef, node: Node, types: dict[str, str]) -> str | None:
     """The table column a COLUMN_REF node names (a top-level column), or None."""
     if node.get(Key.CLASS) != Class.COLUMN_REF:
         return None
-    path = ref.column_path([str(p) for p in node.get(Key.COLUMN_NAMES) or []])
+    path = ref.column_path(column_names(node))
     return path if path is not None and path in types else None
 
 
@@ -234,7 +244,7 @@ def _subquery_source(conjunct: Node, context: Context) -> _Source | str:
     for n in nodes:
         name = str(n.get(Key.TABLE_NAME) or "").lower()
         qualified = n.get(Key.SCHEMA_NAME) or n.get(Key.CATALOG_NAME)
-        if n.get(Key.TYPE) == Type.BASE_TABLE and not qualified and name in context.cte_names - inner_ctes:
+        if is_base_table(n) and not qualified and name in context.cte_names - inner_ctes:
             return f"the subquery reads {name}, a CTE of the query"
     if not any(n.get(Key.WHERE_CLAUSE) is not None for n in nodes if "from_table" in n):
         return "the subquery has no WHERE: its keys would be all of a table's"

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.duckdb.serialized import Class, Key, Type
+from adapters.duckdb.serialized import Class, Key, Type, column_aliases, column_names, is_base_table
 
 __all__ = [
     "JoinKey",
@@ -219,7 +219,7 @@ class _SelectScope:
             known = None if shadowed else self.columns_of(ref)
             if known is not None:
                 registered, table_columns = known
-                columns = _visible(table_columns, [str(c) for c in ref.get(Key.COLUMN_NAME_ALIAS) or []])
+                columns = _visible(table_columns, column_aliases(ref))
         leaf = TableRef(ref, alias, columns, registered)
         self.leaves.append(leaf)
         return leaf
@@ -338,7 +338,7 @@ class _SelectScope:
                 by_name = [
                     leaf
                     for leaf in self.leaves
-                    if not leaf.node.get(Key.ALIAS) and leaf.node.get(Key.TYPE) == Type.BASE_TABLE
+                    if not leaf.node.get(Key.ALIAS) and is_base_table(leaf.node)
                     if _qualifies(leaf.node, parts)
                 ]
                 if len(by_name) == 1:
@@ -355,7 +355,7 @@ def _refuse(leaf: TableRef, conjunct: Node, why: str) -> None:
 
 
 def _parts(column: Node) -> list[str]:
-    return [str(p) for p in column.get(Key.COLUMN_NAMES) or []]
+    return column_names(column)
 
 
 def _equality(conjunct: Node) -> tuple[Node, Node] | None:
