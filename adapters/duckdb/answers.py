@@ -79,7 +79,7 @@ def _sole_reference(select: Node, refs: Sequence[TableRef]) -> TableRef | None:
         or select.get(Key.GROUP_SETS)
     ):
         return None
-    if any(select.get(k) is not None for k in ("having", "qualify", "sample")):
+    if any(select.get(k) is not None for k in (Key.HAVING, Key.QUALIFY, Key.SAMPLE)):
         return None
     if (select.get(Key.AGGREGATE_HANDLING) or STANDARD_HANDLING) != STANDARD_HANDLING:
         return None

@@ -246,7 +246,7 @@ def _subquery_source(conjunct: Node, context: Context) -> _Source | str:
         qualified = n.get(Key.SCHEMA_NAME) or n.get(Key.CATALOG_NAME)
         if is_base_table(n) and not qualified and name in context.cte_names - inner_ctes:
             return f"the subquery reads {name}, a CTE of the query"
-    if not any(n.get(Key.WHERE_CLAUSE) is not None for n in nodes if "from_table" in n):
+    if not any(n.get(Key.WHERE_CLAUSE) is not None for n in nodes if Key.FROM_TABLE in n):
         return "the subquery has no WHERE: its keys would be all of a table's"
     changing = _changing(nodes)
     if changing:

@@ -800,11 +800,11 @@ def _constant_nodes(root: Any) -> set[int]:
 def _child_expressions(node: Node) -> list[Node]:
     """The expression nodes directly under ``node`` (through argument and CASE wrappers)."""
     out: list[Node] = []
-    stack: list[Any] = [v for k, v in node.items() if k != "qualified_name"]
+    stack: list[Any] = [v for k, v in node.items() if k != Key.QUALIFIED_NAME]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
-            if "class" in item:
+            if Key.CLASS in item:
                 out.append(item)
             else:
                 stack.extend(item.values())

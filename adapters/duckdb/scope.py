@@ -132,7 +132,7 @@ def find_references(
         item, outer = stack.pop()
         if isinstance(item, dict):
             scope = outer
-            if item.get(Key.TYPE) in QUERY_NODES and "from_table" in item:
+            if item.get(Key.TYPE) in QUERY_NODES and Key.FROM_TABLE in item:
                 scope = _SelectScope(item, columns_of, ctes, outer)
                 found.extend(scope.analyze())
             stack.extend((value, scope) for value in item.values())
@@ -401,7 +401,7 @@ def column_refs(node: Node, into_subqueries: bool = False) -> Iterator[Node]:
             stack.extend(item)
 
 
-_LOCATION_KEYS = frozenset(("query_location", "query_location_length"))
+_LOCATION_KEYS = frozenset((Key.QUERY_LOCATION, Key.QUERY_LOCATION_LENGTH))
 
 
 def same_ignoring_locations(a: Any, b: Any) -> bool:

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from adapters.duckdb.clock import time_calls as time_calls_of
 from adapters.duckdb.rows import ROW_COLUMN, RowRead
 from adapters.duckdb.scope import TableRef, column_refs, same_ignoring_locations
-from adapters.duckdb.serialized import Class, Key, alias_or_name, column_aliases, is_base_table
+from adapters.duckdb.serialized import Class, Key, alias_or_name, column_aliases, is_base_table, table_key
 from index_store import (
     IndexedTable,
 )
@@ -199,7 +199,7 @@ def plainly_written(query: str, refs: Sequence[TableRef]) -> bool:
         if match is None:
             return False
         node = ref.node
-        named = [str(node.get(k) or "") for k in ("catalog_name", "schema_name", "table_name")]
+        named = list(table_key(node))
         if _names(match["names"]) != [n for n in named if n]:
             return False
         alias = str(node.get(Key.ALIAS) or "")
