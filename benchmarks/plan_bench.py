@@ -51,6 +51,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import adapters.duckdb.parse as parse_module
+import adapters.duckdb.planner as planner_module
 import adapters.duckdb.query as query_module
 import index_store.table as table_module
 from adapters.duckdb import plan, register
@@ -152,13 +153,13 @@ def prepare(args: argparse.Namespace) -> tuple[IndexedTable, Path]:
 # part of that stage's).
 STAGES: list[tuple[str, Any, str, int]] = [
     ("index statement check (parse_statement)", query_module, "_statement_plan", 0),
-    ("DuckDB: session query + parse (json_serialize_sql)", query_module, "_session", 0),
+    ("DuckDB: session query + parse (json_serialize_sql)", query_module, "read_session", 0),
     ("references and conjuncts (scope)", query_module, "find_references", 0),
     ("DuckDB: constants + parse of the splice", parse_module.Walker, "evaluate_constants", 0),
-    ("splice check (tree comparison)", query_module, "_same_but_renamed", 0),
+    ("splice check (tree comparison)", query_module, "same_but_renamed", 0),
     ("translate conjuncts (walker)", parse_module.Walker, "translate", 0),
     ("source text of conjuncts", parse_module.Walker, "source_text", 0),
-    ("bind", query_module, "bind", 0),
+    ("bind", planner_module, "bind", 0),
     ("IndexedTable.snapshot (planner, select)", IndexedTable, "snapshot", 0),
     ("IndexedTable.prune", IndexedTable, "prune", 0),
     ("index snapshot + load", IndexedTable, "_load", 1),
@@ -168,8 +169,8 @@ STAGES: list[tuple[str, Any, str, int]] = [
     ("table on disk against the index (_on_disk)", IndexedTable, "_on_disk", 1),
     ("listing (reused while nothing changed)", None, "listing", 2),
     ("compare with the index (when either changed)", table_module, "_compare_with_disk", 2),
-    ("secondary index decision (_select)", query_module, "_select", 0),
-    ("read text of the kept files (_source)", query_module, "_source", 0),
+    ("secondary index decision (select_rows)", planner_module, "select_rows", 0),
+    ("read text of the kept files (kept_read)", query_module, "kept_read", 0),
 ]
 
 

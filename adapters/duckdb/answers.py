@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.duckdb.scope import TableRef, conjuncts, walk_dicts
+from adapters.duckdb.serialized import ROW_COUNT, STANDARD_HANDLING, Class, Key, LiteralKind, Subquery, Type
 
 __all__ = ["COUNT_NAME", "CountQuery", "count_query", "existence_references"]
 
@@ -40,31 +41,31 @@ class CountQuery:
 def count_query(statement: Node, refs: Sequence[TableRef]) -> CountQuery | None:
     """The count the statement is, if it is ``SELECT count(*) FROM t WHERE p`` over ``refs[i]``."""
     ref = _sole_reference(statement, refs)
-    if ref is None or statement.get("modifiers") or statement.get("where_clause") is None:
+    if ref is None or statement.get(Key.MODIFIERS) or statement.get(Key.WHERE_CLAUSE) is None:
         return None
-    items = statement.get("select_list") or []
+    items = statement.get(Key.SELECT_LIST) or []
     if len(items) != 1 or not _is_count_star(items[0]):
         return None
-    return CountQuery(ref, str(items[0].get("alias") or COUNT_NAME))
+    return CountQuery(ref, str(items[0].get(Key.ALIAS) or COUNT_NAME))
 
 
 def existence_references(statement: Node, refs: Sequence[TableRef]) -> set[int]:
     """``id``s of the references whose SELECT needs only to know whether one row passes its WHERE."""
     found: set[int] = set()
     ref = _sole_reference(statement, refs)
-    modifiers = statement.get("modifiers") or []
+    modifiers = statement.get(Key.MODIFIERS) or []
     if (
         ref is not None
         and len(modifiers) == 1
         and _is_limit_one(modifiers[0])
-        and all(item.get("class") == "CONSTANT" for item in statement.get("select_list") or [])
+        and all(item.get(Key.CLASS) == Class.CONSTANT for item in statement.get(Key.SELECT_LIST) or [])
     ):
         found.add(id(ref))
     for node in walk_dicts(statement):
-        if node.get("class") == "SUBQUERY" and node.get("subquery_type") == "EXISTS":
-            inner = (node.get("subquery") or {}).get("node") or {}
+        if node.get(Key.CLASS) == Class.SUBQUERY and node.get(Key.SUBQUERY_TYPE) == Subquery.EXISTS:
+            inner = (node.get(Key.SUBQUERY) or {}).get(Key.NODE) or {}
             ref = _sole_reference(inner, refs)
-            if ref is not None and not inner.get("modifiers"):
+            if ref is not None and not inner.get(Key.MODIFIERS):
                 found.add(id(ref))
     return found
 
@@ -72,17 +73,21 @@ def existence_references(statement: Node, refs: Sequence[TableRef]) -> set[int]:
 def _sole_reference(select: Node, refs: Sequence[TableRef]) -> TableRef | None:
     """The reference that is the whole FROM of a plain SELECT node, every conjunct of whose WHERE
     may prune it, or None."""
-    if select.get("type") != "SELECT_NODE" or select.get("group_expressions") or select.get("group_sets"):
+    if (
+        select.get(Key.TYPE) != Type.SELECT_NODE
+        or select.get(Key.GROUP_EXPRESSIONS)
+        or select.get(Key.GROUP_SETS)
+    ):
         return None
-    if any(select.get(k) is not None for k in ("having", "qualify", "sample")):
+    if any(select.get(k) is not None for k in (Key.HAVING, Key.QUALIFY, Key.SAMPLE)):
         return None
-    if (select.get("aggregate_handling") or "STANDARD_HANDLING") != "STANDARD_HANDLING":
+    if (select.get(Key.AGGREGATE_HANDLING) or STANDARD_HANDLING) != STANDARD_HANDLING:
         return None
-    source = select.get("from_table")
+    source = select.get(Key.FROM_TABLE)
     ref = next((r for r in refs if r.node is source), None)
-    if ref is None or ref.refused or ref.node.get("sample") is not None:
+    if ref is None or ref.refused or ref.node.get(Key.SAMPLE) is not None:
         return None
-    where = select.get("where_clause")
+    where = select.get(Key.WHERE_CLAUSE)
     wanted = conjuncts(where) if where is not None else []
     pushed = {id(p.node) for p in ref.pushable}
     if len(pushed) != len(wanted) or any(id(c) not in pushed for c in wanted):
@@ -94,26 +99,26 @@ def _sole_reference(select: Node, refs: Sequence[TableRef]) -> TableRef | None:
 
 def _is_count_star(item: Node) -> bool:
     return (
-        item.get("class") == "FUNCTION"
-        and item.get("function_name") == "count_star"
-        and not item.get("schema")
-        and not item.get("catalog")
-        and not item.get("arguments")
-        and item.get("filter") is None
-        and not item.get("distinct")
-        and not ((item.get("order_bys") or {}).get("orders"))
-        and not item.get("export_state")
+        item.get(Key.CLASS) == Class.FUNCTION
+        and item.get(Key.FUNCTION_NAME) == "count_star"
+        and not item.get(Key.SCHEMA)
+        and not item.get(Key.CATALOG)
+        and not item.get(Key.ARGUMENTS)
+        and item.get(Key.FILTER) is None
+        and not item.get(Key.DISTINCT)
+        and not ((item.get(Key.ORDER_BYS) or {}).get(Key.ORDERS))
+        and not item.get(Key.EXPORT_STATE)
     )
 
 
 def _is_limit_one(modifier: Node) -> bool:
-    limit = modifier.get("limit") or {}
-    literal = limit.get("literal") or {}
+    limit = modifier.get(Key.LIMIT) or {}
+    literal = limit.get(Key.LITERAL) or {}
     return (
-        modifier.get("type") == "LIMIT_MODIFIER"
-        and modifier.get("offset") is None
-        and modifier.get("limit_type", "ROW_COUNT") == "ROW_COUNT"
-        and limit.get("class") == "CONSTANT"
-        and str(literal.get("text")) == "1"
-        and literal.get("kind") in ("INTEGER", "BIGINT")
+        modifier.get(Key.TYPE) == Type.LIMIT_MODIFIER
+        and modifier.get(Key.OFFSET) is None
+        and modifier.get(Key.LIMIT_TYPE, ROW_COUNT) == ROW_COUNT
+        and limit.get(Key.CLASS) == Class.CONSTANT
+        and str(literal.get(Key.TEXT)) == "1"
+        and literal.get(Key.KIND) in (LiteralKind.INTEGER, LiteralKind.BIGINT)
     )

@@ -26,6 +26,7 @@ from typing import Any
 import duckdb
 
 from adapters.duckdb.scope import cte_names, walk_dicts
+from adapters.duckdb.serialized import Class, Key
 
 __all__ = ["TIME_FUNCTIONS", "pin_time", "time_calls"]
 
@@ -58,13 +59,13 @@ def time_calls(statement: Node) -> list[tuple[Node, str]]:
     calls (``now()``) and the bare keywords DuckDB parses as column references (``current_date``)."""
     found = []
     for node in walk_dicts(statement):
-        cls = node.get("class")
-        if cls == "FUNCTION" and not node.get("schema") and not node.get("catalog"):
-            name = str(node.get("function_name", "")).lower()
-            if name in _AS and not node.get("arguments"):
+        cls = node.get(Key.CLASS)
+        if cls == Class.FUNCTION and not node.get(Key.SCHEMA) and not node.get(Key.CATALOG):
+            name = str(node.get(Key.FUNCTION_NAME, "")).lower()
+            if name in _AS and not node.get(Key.ARGUMENTS):
                 found.append((node, name))
-        elif cls == "COLUMN_REF":
-            parts = node.get("column_names") or []
+        elif cls == Class.COLUMN_REF:
+            parts = node.get(Key.COLUMN_NAMES) or []
             if len(parts) == 1 and str(parts[0]).lower() in _KEYWORDS:
                 found.append((node, str(parts[0]).lower()))
     return found
@@ -79,7 +80,7 @@ def pin_time(
     calls = time_calls(statement)
     if not calls:
         return None
-    keywords = {name for node, name in calls if node.get("class") == "COLUMN_REF"}
+    keywords = {name for node, name in calls if node.get(Key.CLASS) == Class.COLUMN_REF}
     if keywords and not _keywords_are_functions(con, statement, keywords):
         return None
     moment = (instant or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
@@ -87,7 +88,7 @@ def pin_time(
     text = query.encode()
     edits: list[tuple[int, int, bytes]] = []
     for node, name in calls:
-        start, length = node.get("query_location"), node.get("query_location_length")
+        start, length = node.get(Key.QUERY_LOCATION), node.get(Key.QUERY_LOCATION_LENGTH)
         if not isinstance(start, int) or not isinstance(length, int) or start >= _NO_LOCATION:
             return None
         written = text[start : start + length].decode(errors="replace")
@@ -105,21 +106,21 @@ def _keywords_are_functions(con: duckdb.DuckDBPyConnection, statement: Node, nam
     """Whether no table or alias the statement reads can have a column named one of ``names``."""
     tables: list[Node] = []
     for node in walk_dicts(statement):
-        kind = node.get("type")
+        kind = node.get(Key.TYPE)
         if kind == "BASE_TABLE":
             tables.append(node)
         elif kind == "TABLE_FUNCTION":
             return False  # read_parquet(...) and friends: their columns are not known here
-        if str(node.get("alias") or "").lower() in names:
+        if str(node.get(Key.ALIAS) or "").lower() in names:
             return False
-        if any(str(c).lower() in names for c in node.get("column_name_alias") or []):
+        if any(str(c).lower() in names for c in node.get(Key.COLUMN_NAME_ALIAS) or []):
             return False
     ctes = {str(name).lower() for name in cte_names(statement)}
-    wanted = [t for t in tables if str(t.get("table_name", "")).lower() not in ctes]
+    wanted = [t for t in tables if str(t.get(Key.TABLE_NAME, "")).lower() not in ctes]
     if not wanted:
         return True
     # Per table the statement reads: whether it has a column of one of those names (one query).
-    tables_seen = [str(t.get("table_name", "")).lower() for t in wanted]
+    tables_seen = [str(t.get(Key.TABLE_NAME, "")).lower() for t in wanted]
     rows = con.execute(
         "SELECT lower(table_name), bool_or(lower(column_name) IN "
         f"({', '.join('?' for _ in names)})) FROM duckdb_columns() WHERE lower(table_name) IN "

@@ -49,6 +49,17 @@ import pyarrow.compute as pc
 from adapters.duckdb.clock import TIME_FUNCTIONS
 from adapters.duckdb.parse import consistent_functions
 from adapters.duckdb.scope import JoinKey, TableRef, column_refs, same_ignoring_locations, walk_dicts
+from adapters.duckdb.serialized import (
+    Class,
+    Key,
+    Subquery,
+    Type,
+    column_names,
+    conjunction_and,
+    is_base_table,
+    parse_result,
+    select_node,
+)
 from hudi_expr import And, ColumnStats, Expression, GreaterThanOrEqual, In, LessThanOrEqual, Reference
 
 __all__ = [
@@ -148,9 +159,9 @@ def derive(ref: TableRef, target: Target, context: Context) -> tuple[list[Derive
         candidates.append((join.conjunct, join.column, _bind(_join_source, join, target.rows, context)))
     for pushable in ref.pushable:
         node = pushable.node
-        if node.get("class") == "SUBQUERY" and node.get("subquery_type") == "ANY":
-            child = node.get("child") or {}
-            if node.get("comparison_type") != "COMPARE_EQUAL":
+        if node.get(Key.CLASS) == Class.SUBQUERY and node.get(Key.SUBQUERY_TYPE) == Subquery.ANY:
+            child = node.get(Key.CHILD) or {}
+            if node.get(Key.COMPARISON_TYPE) != "COMPARE_EQUAL":
                 refused.append(Refusal(node, "dynamic pruning: a subquery compared by other than ="))
                 continue
             candidates.append((node, child, _bind(_subquery_source, node, context)))
@@ -182,9 +193,9 @@ def _bind(function: Callable[..., _Source | str], *args: Any) -> Callable[[], _S
 
 def _column(ref: TableRef, node: Node, types: dict[str, str]) -> str | None:
     """The table column a COLUMN_REF node names (a top-level column), or None."""
-    if node.get("class") != "COLUMN_REF":
+    if node.get(Key.CLASS) != Class.COLUMN_REF:
         return None
-    path = ref.column_path([str(p) for p in node.get("column_names") or []])
+    path = ref.column_path(column_names(node))
     return path if path is not None and path in types else None
 
 
@@ -194,9 +205,9 @@ def _column(ref: TableRef, node: Node, types: dict[str, str]) -> str | None:
 def _join_source(join: JoinKey, target_rows: float, context: Context) -> _Source | str:
     other = join.other
     node = other.node
-    if node.get("type") != "BASE_TABLE" or other.columns is None:
+    if node.get(Key.TYPE) != Type.BASE_TABLE or other.columns is None:
         return f"{other.alias} is not a table (a CTE, subquery or table function)"
-    if node.get("sample") is not None or node.get("at_clause") is not None:
+    if node.get(Key.SAMPLE) is not None or node.get(Key.AT_CLAUSE) is not None:
         return f"{other.alias} is sampled or read at another version"
     filters = [p.node for p in other.pushable if not p.needs_null_rejection and _plain_filter(p.node)]
     if not filters:
@@ -206,16 +217,16 @@ def _join_source(join: JoinKey, target_rows: float, context: Context) -> _Source
         return f"{other.alias} is neither a registered table nor a table of DuckDB's (its size is not known)"
     if rows >= target_rows:
         return f"{other.alias} is not smaller (about {rows:,.0f} rows against {target_rows:,.0f})"
-    where = filters[0] if len(filters) == 1 else _and(filters)
+    where = filters[0] if len(filters) == 1 else conjunction_and(filters)
     read = context.read(other) if other.registered is not None else ""
     if read:
         # The files its own filters keep, as the plan reads them (no second planning of it).
-        node = {**node, "table_name": _PLACEHOLDER, "schema_name": "", "catalog_name": ""}
-        node["alias"] = other.alias
-        if "qualified_name" in node:
-            node["qualified_name"] = {"path": [_PLACEHOLDER]}
-    inner = _select_node([join.other_column], node, where)
-    shown = str(other.node.get("table_name"))
+        node = {**node, Key.TABLE_NAME: _PLACEHOLDER, Key.SCHEMA_NAME: "", Key.CATALOG_NAME: ""}
+        node[Key.ALIAS] = other.alias
+        if Key.QUALIFIED_NAME in node:
+            node[Key.QUALIFIED_NAME] = {Key.PATH: [_PLACEHOLDER]}
+    inner = select_node([join.other_column], node, where)
+    shown = str(other.node.get(Key.TABLE_NAME))
     if other.alias.lower() != shown.lower():
         shown += f" AS {other.alias}"
     described = f"{shown} ({' AND '.join(context.text(f) for f in filters)})"
@@ -223,17 +234,19 @@ def _join_source(join: JoinKey, target_rows: float, context: Context) -> _Source
 
 
 def _subquery_source(conjunct: Node, context: Context) -> _Source | str:
-    inner = (conjunct.get("subquery") or {}).get("node") or {}
+    inner = (conjunct.get(Key.SUBQUERY) or {}).get(Key.NODE) or {}
     nodes = list(walk_dicts(inner))
-    if any(n.get("class") == "PARAMETER" for n in nodes):
+    if any(n.get(Key.CLASS) == Class.PARAMETER for n in nodes):
         return "the subquery has a query parameter"
-    inner_ctes = {str(e.get("key")).lower() for n in nodes for e in (n.get("cte_map") or {}).get("map") or []}
+    inner_ctes = {
+        str(e.get(Key.KEY)).lower() for n in nodes for e in (n.get(Key.CTE_MAP) or {}).get(Key.MAP) or []
+    }
     for n in nodes:
-        name = str(n.get("table_name") or "").lower()
-        qualified = n.get("schema_name") or n.get("catalog_name")
-        if n.get("type") == "BASE_TABLE" and not qualified and name in context.cte_names - inner_ctes:
+        name = str(n.get(Key.TABLE_NAME) or "").lower()
+        qualified = n.get(Key.SCHEMA_NAME) or n.get(Key.CATALOG_NAME)
+        if is_base_table(n) and not qualified and name in context.cte_names - inner_ctes:
             return f"the subquery reads {name}, a CTE of the query"
-    if not any(n.get("where_clause") is not None for n in nodes if "from_table" in n):
+    if not any(n.get(Key.WHERE_CLAUSE) is not None for n in nodes if Key.FROM_TABLE in n):
         return "the subquery has no WHERE: its keys would be all of a table's"
     changing = _changing(nodes)
     if changing:
@@ -248,7 +261,7 @@ def _plain_filter(node: Node) -> bool:
     if not any(True for _ in column_refs(node)):
         return False
     nodes = list(walk_dicts(node))
-    if any(n.get("class") in ("SUBQUERY", "LAMBDA", "PARAMETER") for n in nodes):
+    if any(n.get(Key.CLASS) in (Class.SUBQUERY, Class.LAMBDA, Class.PARAMETER) for n in nodes):
         return False
     return not _changing(nodes)
 
@@ -260,46 +273,27 @@ def _changing(nodes: list[Node]) -> str:
     DISTINCT ON, a window or a sample may pick other rows; the time keywords read the clock."""
     functions = consistent_functions()
     # A table function (range(), read_parquet()) reads the same rows again; its arguments count.
-    tables = {id(n.get("function")) for n in nodes if n.get("type") == "TABLE_FUNCTION"}
+    tables = {id(n.get(Key.FUNCTION)) for n in nodes if n.get(Key.TYPE) == Type.TABLE_FUNCTION}
     for n in nodes:
-        cls, kind = n.get("class"), n.get("type")
-        if cls == "FUNCTION" and id(n) not in tables:
-            name = str(n.get("function_name", "")).lower()
+        cls, kind = n.get(Key.CLASS), n.get(Key.TYPE)
+        if cls == Class.FUNCTION and id(n) not in tables:
+            name = str(n.get(Key.FUNCTION_NAME, "")).lower()
             if name not in functions and name not in _AGGREGATES:
                 return f"{name}()"
-        elif cls == "WINDOW":
+        elif cls == Class.WINDOW:
             return "a window function"
-        elif cls == "COLUMN_REF" and len(parts := n.get("column_names") or []) == 1:
+        elif cls == Class.COLUMN_REF and len(parts := n.get(Key.COLUMN_NAMES) or []) == 1:
             if str(parts[0]).lower() in TIME_FUNCTIONS:
                 return str(parts[0])  # current_date and kin, unless a column has the name
-        elif kind in ("LIMIT_MODIFIER", "LIMIT_PERCENT_MODIFIER"):
+        elif kind in (Type.LIMIT_MODIFIER, Type.LIMIT_PERCENT_MODIFIER):
             return "a LIMIT"
-        elif kind == "DISTINCT_MODIFIER" and n.get("distinct_on_targets"):
+        elif kind == Type.DISTINCT_MODIFIER and n.get(Key.DISTINCT_ON_TARGETS):
             return "DISTINCT ON"
-        elif n.get("sample") is not None and ("from_table" in n or kind in ("BASE_TABLE", "TABLE_FUNCTION")):
+        elif n.get(Key.SAMPLE) is not None and (
+            Key.FROM_TABLE in n or kind in (Type.BASE_TABLE, Type.TABLE_FUNCTION)
+        ):
             return "a sample"
     return ""
-
-
-def _select_node(select_list: list[Node], from_table: Node, where: Node | None) -> Node:
-    return {
-        "type": "SELECT_NODE",
-        "modifiers": [],
-        "cte_map": {"map": []},
-        "select_list": select_list,
-        "from_table": from_table,
-        "where_clause": where,
-        "group_expressions": [],
-        "group_sets": [],
-        "aggregate_handling": "STANDARD_HANDLING",
-        "having": None,
-        "sample": None,
-        "qualify": None,
-    }
-
-
-def _and(children: list[Node]) -> Node:
-    return {"class": "CONJUNCTION", "type": "CONJUNCTION_AND", "alias": "", "children": children}
 
 
 def _hopeless(stats: ColumnStats | None, column: str, kept: int, rows: float | None) -> str:
@@ -419,7 +413,7 @@ def _collation(con: duckdb.DuckDBPyConnection, text: str) -> str | None:
 
 def _sql_text(con: duckdb.DuckDBPyConnection, node: Node) -> str | None:
     """SQL text of a query node, checked to parse back to the same node; None if it does not."""
-    statement = {"error": False, "statements": [{"node": node, "named_param_map": []}]}
+    statement = parse_result(node)
     try:
         [(text, tree)] = con.execute(
             "SELECT t, json_serialize_sql(t) FROM (SELECT json_deserialize_sql(?::JSON) AS t)",
@@ -428,10 +422,10 @@ def _sql_text(con: duckdb.DuckDBPyConnection, node: Node) -> str | None:
     except duckdb.Error:
         return None
     parsed = json.loads(tree)
-    statements = parsed.get("statements") or []
-    if parsed.get("error") or len(statements) != 1:
+    statements = parsed.get(Key.STATEMENTS) or []
+    if parsed.get(Key.ERROR) or len(statements) != 1:
         return None
-    return str(text) if same_ignoring_locations(statements[0]["node"], node) else None
+    return str(text) if same_ignoring_locations(statements[0][Key.NODE], node) else None
 
 
 @contextlib.contextmanager

@@ -42,6 +42,7 @@ import duckdb
 import pyarrow as pa
 
 from adapters import walker
+from adapters.duckdb.serialized import Class, Key, LiteralKind, Type, no_table, parse_result, select_node
 from adapters.translation import Translation
 from hudi_expr import (
     AmbiguousColumnError,
@@ -299,28 +300,28 @@ def _parse_where(sql: str, query: str) -> dict[str, Any]:
     if not sql.strip():
         raise SqlParseError("empty predicate: expected a boolean SQL expression")
     tree = serialize(query)
-    if tree.get("error"):
-        message = tree.get("error_message", "syntax error")
-        position = tree.get("position")
+    if tree.get(Key.ERROR):
+        message = tree.get(Key.ERROR_MESSAGE, "syntax error")
+        position = tree.get(Key.POSITION)
         where = ""
         if position is not None and str(position).isdigit():
             offset = len(query.encode()[: int(position)].decode(errors="ignore")) - len(_PREFIX)
             where = f" at character {max(offset, 0)}"
         raise SqlParseError(f"cannot parse predicate {sql!r}{where}: {message}")
-    statements = tree.get("statements", [])
-    node = statements[0].get("node", {}) if len(statements) == 1 else {}
+    statements = tree.get(Key.STATEMENTS, [])
+    node = statements[0].get(Key.NODE, {}) if len(statements) == 1 else {}
     if (
-        node.get("type") != "SELECT_NODE"
-        or node.get("modifiers")
-        or node.get("group_expressions")
-        or node.get("having") is not None
-        or node.get("qualify") is not None
-        or node.get("sample") is not None
-        or node.get("from_table", {}).get("table_name") != "t"
-        or node.get("where_clause") is None
+        node.get(Key.TYPE) != Type.SELECT_NODE
+        or node.get(Key.MODIFIERS)
+        or node.get(Key.GROUP_EXPRESSIONS)
+        or node.get(Key.HAVING) is not None
+        or node.get(Key.QUALIFY) is not None
+        or node.get(Key.SAMPLE) is not None
+        or node.get(Key.FROM_TABLE, {}).get(Key.TABLE_NAME) != "t"
+        or node.get(Key.WHERE_CLAUSE) is None
     ):
         raise SqlParseError(f"not a single boolean expression: {sql!r}")
-    return node["where_clause"]
+    return node[Key.WHERE_CLAUSE]
 
 
 # ------------------------------------------------------------------------------------ accessors
@@ -392,7 +393,7 @@ class Walker:
                     else:
                         self.constants[id(item)] = value
                     continue
-                if item.get("class") in ("SUBQUERY", "TYPE"):
+                if item.get(Key.CLASS) in (Class.SUBQUERY, Class.TYPE):
                     continue
                 stack.extend(item.values())
             elif isinstance(item, list):
@@ -413,7 +414,10 @@ class Walker:
                     if invalid is not None:
                         self.invalid[id(node)] = invalid
         for node, (value, value_type) in zip(found, values, strict=True):
-            if isinstance(value, decimal.Decimal) and node.get("literal", {}).get("kind") == "INTEGER":
+            if (
+                isinstance(value, decimal.Decimal)
+                and node.get(Key.LITERAL, {}).get(Key.KIND) == LiteralKind.INTEGER
+            ):
                 value = int(value)  # an integer literal beyond BIGINT: DuckDB types it DECIMAL(38, 0)
             if value is not None:
                 self.constants[id(node)] = value
@@ -433,35 +437,35 @@ class Walker:
         """The form of a JSON syntax tree node, for ``adapters.walker``."""
         if id(node) in self.constants:  # ``NOT TRUE``, ``1 = 1``: evaluated whole
             return walker.Constant(node)
-        kind = node.get("type")
-        cls = node.get("class")
-        children = node.get("children", [])
+        kind = node.get(Key.TYPE)
+        cls = node.get(Key.CLASS)
+        children = node.get(Key.CHILDREN, [])
         if kind == "CONJUNCTION_AND":
             return walker.Conjunction(children)
         if kind == "CONJUNCTION_OR":
             return walker.Disjunction(children)
         if kind == "OPERATOR_NOT" and len(children) == 1:
             return walker.Negation(children[0])
-        if cls == "COMPARISON" and kind in _COMPARISONS:
-            return walker.Comparison(_COMPARISONS[kind], node["left"], node["right"])
-        if cls == "COMPARISON" and kind in _DISTINCT:
+        if cls == Class.COMPARISON and kind in _COMPARISONS:
+            return walker.Comparison(_COMPARISONS[kind], node[Key.LEFT], node[Key.RIGHT])
+        if cls == Class.COMPARISON and kind in _DISTINCT:
             distinct = _DISTINCT[kind]
-            test = self._truth_test(node["left"], node["right"], distinct)
-            return test or walker.DistinctFrom(node["left"], node["right"], distinct=distinct)
+            test = self._truth_test(node[Key.LEFT], node[Key.RIGHT], distinct)
+            return test or walker.DistinctFrom(node[Key.LEFT], node[Key.RIGHT], distinct=distinct)
         if kind in ("COMPARE_IN", "COMPARE_NOT_IN"):
             if len(children) < 2:
                 return None
             return walker.InList(children[0], children[1:], negated=kind == "COMPARE_NOT_IN")
         if kind == "COMPARE_BETWEEN":
-            return walker.Between(node["input"], node["lower"], node["upper"])
+            return walker.Between(node[Key.INPUT], node[Key.LOWER], node[Key.UPPER])
         if kind in _NULL_TESTS and len(children) == 1:
             is_null = _NULL_TESTS[kind]
             if walker.is_predicate(self.shape(children[0])):  # (a > 5) IS NULL, not a column's
                 return walker.TruthTest(children[0], "null" if is_null else "not null")
             return walker.NullTest(children[0], is_null=is_null)
-        if cls == "FUNCTION":
+        if cls == Class.FUNCTION:
             return _function(node)
-        if cls == "COLUMN_REF":  # a boolean column: ``WHERE flag`` / ``WHERE NOT flag``
+        if cls == Class.COLUMN_REF:  # a boolean column: ``WHERE flag`` / ``WHERE NOT flag``
             return walker.BooleanColumn(node)
         if id(node) in self.constants:
             return walker.Constant(node)
@@ -488,8 +492,8 @@ class Walker:
     def column(self, node: Node) -> walker.Column:
         """A column reference as a column path (``resolve`` drops a table alias), or a monotonic
         function of one (``year(d)``, ``q * 2``, ``CAST(i AS BIGINT)``) as an ``Applied`` term."""
-        if node.get("class") == "COLUMN_REF":
-            path = self.resolve([str(p) for p in node.get("column_names", [])])
+        if node.get(Key.CLASS) == Class.COLUMN_REF:
+            path = self.resolve([str(p) for p in node.get(Key.COLUMN_NAMES, [])])
             if path is None:
                 raise walker.Untranslatable
             return walker.Column(Reference(path))
@@ -545,15 +549,15 @@ class Walker:
         while stack:
             item = stack.pop()
             if isinstance(item, dict):
-                loc = item.get("query_location")
+                loc = item.get(Key.QUERY_LOCATION)
                 if isinstance(loc, int) and self.start <= loc < _NO_LOCATION:
                     start = min(start, loc)
-                    end = max(end, loc + int(item.get("query_location_length", 0)))
+                    end = max(end, loc + int(item.get(Key.QUERY_LOCATION_LENGTH, 0)))
                 stack.extend(item.values())
             elif isinstance(item, list):
                 stack.extend(item)
         if end < 0:
-            return str(node.get("type", node.get("class", "?")))
+            return str(node.get(Key.TYPE, node.get(Key.CLASS, "?")))
         # A span starts at its first located token, after the "(" of a parenthesized first operand
         # (``(a > 5) IS NULL``): take in the ones the span closes.
         for _ in range(_unopened(self.query[start:end])):
@@ -586,12 +590,12 @@ def _unopened(text: bytes) -> int:
 def _function(node: Node) -> walker.Shape[Node] | None:
     """isnan, starts_with (prefix), contains, contains_term (``register_macros`` defines it) and LIKE
     (``~~``, NOT LIKE ``!~~``: no escape in DuckDB)."""
-    if node.get("schema") or node.get("catalog") or node.get("filter") or node.get("distinct"):
+    if node.get(Key.SCHEMA) or node.get(Key.CATALOG) or node.get(Key.FILTER) or node.get(Key.DISTINCT):
         return None
-    if any(arg.get("name") for arg in node.get("arguments", [])):
+    if any(arg.get(Key.NAME) for arg in node.get(Key.ARGUMENTS, [])):
         return None
-    name = str(node.get("function_name", "")).lower()
-    args = [arg.get("expression", {}) for arg in node.get("arguments", [])]
+    name = str(node.get(Key.FUNCTION_NAME, "")).lower()
+    args = [arg.get(Key.EXPRESSION, {}) for arg in node.get(Key.ARGUMENTS, [])]
     if name == "isnan" and len(args) == 1:
         return walker.NanTest(args[0])
     if name in ("starts_with", "prefix") and len(args) == 2:
@@ -607,17 +611,17 @@ def _function(node: Node) -> walker.Shape[Node] | None:
 
 def _boolean_cast_child(node: Node) -> Node | None:
     """What ``CAST(x AS BOOLEAN)`` casts, or None when ``node`` is not such a cast."""
-    target = node.get("type_expr") or {}
+    target = node.get(Key.TYPE_EXPR) or {}
     if (
-        node.get("class") != "CAST"
-        or node.get("try_cast")
-        or str(target.get("type_name", "")).upper() != "BOOLEAN"
-        or target.get("children")
-        or target.get("catalog")
-        or target.get("schema")
+        node.get(Key.CLASS) != Class.CAST
+        or node.get(Key.TRY_CAST)
+        or str(target.get(Key.TYPE_NAME, "")).upper() != "BOOLEAN"
+        or target.get(Key.CHILDREN)
+        or target.get(Key.CATALOG)
+        or target.get(Key.SCHEMA)
     ):
         return None
-    child = node.get("child")
+    child = node.get(Key.CHILD)
     return child if isinstance(child, dict) else None
 
 
@@ -631,18 +635,18 @@ _TRUNC_UNITS = {**{u: u for u in TRUNC_UNITS}, **{u + "s": u for u in TRUNC_UNIT
 
 def _applied(node: Node) -> tuple[Callable[[Walker], Transform], Node] | None:
     """The transform of a function-of-a-column node and the operand it applies to, or None."""
-    cls = node.get("class")
-    if cls == "CAST":
-        target = _arrow_type(node.get("type_expr") or {})
-        if node.get("try_cast") or target is None:
+    cls = node.get(Key.CLASS)
+    if cls == Class.CAST:
+        target = _arrow_type(node.get(Key.TYPE_EXPR) or {})
+        if node.get(Key.TRY_CAST) or target is None:
             return None
-        return (lambda _w: Cast(target)), node.get("child") or {}
-    if cls != "FUNCTION" or node.get("schema") or node.get("catalog") or node.get("filter"):
+        return (lambda _w: Cast(target)), node.get(Key.CHILD) or {}
+    if cls != Class.FUNCTION or node.get(Key.SCHEMA) or node.get(Key.CATALOG) or node.get(Key.FILTER):
         return None
-    if node.get("distinct") or any(arg.get("name") for arg in node.get("arguments", [])):
+    if node.get(Key.DISTINCT) or any(arg.get(Key.NAME) for arg in node.get(Key.ARGUMENTS, [])):
         return None
-    name = str(node.get("function_name", "")).lower()
-    args = [arg.get("expression", {}) for arg in node.get("arguments", [])]
+    name = str(node.get(Key.FUNCTION_NAME, "")).lower()
+    args = [arg.get(Key.EXPRESSION, {}) for arg in node.get(Key.ARGUMENTS, [])]
     if name == "year" and len(args) == 1:
         return (lambda _w: Year()), args[0]
     if name in ("date_part", "datepart") and len(args) == 2:
@@ -657,7 +661,7 @@ def _applied(node: Node) -> tuple[Callable[[Walker], Transform], Node] | None:
     if name in ("substr", "substring") and len(args) == 3:
         start, length = args[1], args[2]
         return (lambda w: _prefix_slice(w.literal(start), w.literal(length))), args[0]
-    if node.get("is_operator") and name in ("+", "-", "*"):
+    if node.get(Key.IS_OPERATOR) and name in ("+", "-", "*"):
         return _arithmetic(name, args)
     return None
 
@@ -668,7 +672,7 @@ def _arithmetic(name: str, args: list[Node]) -> tuple[Callable[[Walker], Transfo
         return (lambda _w: Multiply(-1)), args[0]
     if len(args) != 2:
         return None
-    column_first = args[1].get("class") == "CONSTANT" or args[0].get("class") != "CONSTANT"
+    column_first = args[1].get(Key.CLASS) == Class.CONSTANT or args[0].get(Key.CLASS) != Class.CONSTANT
     operand, constant = (args[0], args[1]) if column_first else (args[1], args[0])
     if name == "-" and not column_first:
         return None  # c - col: not written as one transform
@@ -727,12 +731,12 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
 
 def _arrow_type(type_expr: Node) -> pa.DataType | None:
     """The arrow type of a cast's target as DuckDB names it; None when it is not a plain one."""
-    if type_expr.get("catalog") or type_expr.get("schema"):
+    if type_expr.get(Key.CATALOG) or type_expr.get(Key.SCHEMA):
         return None
-    name = str(type_expr.get("type_name", "")).upper()
-    children = type_expr.get("children") or []
+    name = str(type_expr.get(Key.TYPE_NAME, "")).upper()
+    children = type_expr.get(Key.CHILDREN) or []
     if name in ("DECIMAL", "NUMERIC"):
-        texts = [(c.get("literal") or {}).get("text") for c in children]
+        texts = [(c.get(Key.LITERAL) or {}).get(Key.TEXT) for c in children]
         if not texts:
             return pa.decimal128(18, 3)  # DuckDB's DECIMAL without a width
         params = [int(t) for t in texts if isinstance(t, str) and t.isdigit()]
@@ -748,7 +752,16 @@ def _arrow_type(type_expr: Node) -> pa.DataType | None:
 
 # Node classes that are constant when everything under them is (a TYPE is a cast's target type).
 _COMPOSITE = frozenset(
-    ("CAST", "FUNCTION", "CASE", "COMPARISON", "CONJUNCTION", "OPERATOR", "BETWEEN", "TYPE")
+    (
+        Class.CAST,
+        Class.FUNCTION,
+        Class.CASE,
+        Class.COMPARISON,
+        Class.CONJUNCTION,
+        Class.OPERATOR,
+        Class.BETWEEN,
+        Class.TYPE,
+    )
 )
 
 
@@ -774,11 +787,11 @@ def _constant_nodes(root: Any) -> set[int]:
             stack.append((node, children))
             stack.extend((child, None) for child in children)
             continue
-        cls = node.get("class")
-        if cls == "CONSTANT" or (
+        cls = node.get(Key.CLASS)
+        if cls == Class.CONSTANT or (
             cls in _COMPOSITE
             and all(id(child) in constant for child in children)
-            and (cls != "FUNCTION" or _consistent_call(node, functions))
+            and (cls != Class.FUNCTION or _consistent_call(node, functions))
         ):
             constant.add(id(node))
     return constant
@@ -787,11 +800,11 @@ def _constant_nodes(root: Any) -> set[int]:
 def _child_expressions(node: Node) -> list[Node]:
     """The expression nodes directly under ``node`` (through argument and CASE wrappers)."""
     out: list[Node] = []
-    stack: list[Any] = [v for k, v in node.items() if k != "qualified_name"]
+    stack: list[Any] = [v for k, v in node.items() if k != Key.QUALIFIED_NAME]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
-            if "class" in item:
+            if Key.CLASS in item:
                 out.append(item)
             else:
                 stack.extend(item.values())
@@ -801,11 +814,11 @@ def _child_expressions(node: Node) -> list[Node]:
 
 
 def _consistent_call(node: Node, functions: frozenset[str]) -> bool:
-    if node.get("schema") or node.get("catalog") or node.get("filter") or node.get("distinct"):
+    if node.get(Key.SCHEMA) or node.get(Key.CATALOG) or node.get(Key.FILTER) or node.get(Key.DISTINCT):
         return False
-    if node.get("export_state") or (node.get("order_bys") or {}).get("orders"):
+    if node.get(Key.EXPORT_STATE) or (node.get(Key.ORDER_BYS) or {}).get(Key.ORDERS):
         return False
-    return str(node.get("function_name", "")).lower() in functions
+    return str(node.get(Key.FUNCTION_NAME, "")).lower() in functions
 
 
 @functools.cache
@@ -823,21 +836,21 @@ def consistent_functions() -> frozenset[str]:
 def _plain_constant(node: dict[str, Any]) -> Any:
     """The value of a plain integer, short decimal, string, boolean or NULL constant, or of
     ``DATE 'yyyy-mm-dd'``; ``None``: ask DuckDB (a round trip costs more than the rest of a plan)."""
-    if node.get("class") == "CAST":
+    if node.get(Key.CLASS) == Class.CAST:
         return _iso_date(node)
-    if node.get("class") != "CONSTANT":
+    if node.get(Key.CLASS) != Class.CONSTANT:
         return None
-    literal = node.get("literal") or {}
-    kind, text = literal.get("kind"), literal.get("text")
+    literal = node.get(Key.LITERAL) or {}
+    kind, text = literal.get(Key.KIND), literal.get(Key.TEXT)
     if not isinstance(text, str):
         return None
-    if kind == "STRING":
+    if kind == LiteralKind.STRING:
         return text
-    if kind == "NULL_LITERAL":
+    if kind == LiteralKind.NULL:
         return walker.NULL
-    if kind == "BOOLEAN" and text in ("true", "false"):
+    if kind == LiteralKind.BOOLEAN and text in ("true", "false"):
         return text == "true"
-    if kind == "INTEGER" and text.lstrip("-").isdigit():
+    if kind == LiteralKind.INTEGER and text.lstrip("-").isdigit():
         return int(text)
     if kind == "NUMERIC" and _SHORT_DECIMAL.fullmatch(text):
         value = decimal.Decimal(text)  # DuckDB types it DECIMAL(width, scale): the same value
@@ -852,17 +865,17 @@ _ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 def _iso_date(node: dict[str, Any]) -> Any:
     """``CAST('yyyy-mm-dd' AS DATE)`` as a date, when it is that and a valid date; else None."""
-    child = node.get("child") or {}
-    target = node.get("type_expr") or {}
-    text = (child.get("literal") or {}).get("text")
+    child = node.get(Key.CHILD) or {}
+    target = node.get(Key.TYPE_EXPR) or {}
+    text = (child.get(Key.LITERAL) or {}).get(Key.TEXT)
     if (
-        node.get("try_cast")
-        or child.get("class") != "CONSTANT"
-        or (child.get("literal") or {}).get("kind") != "STRING"
-        or str(target.get("type_name", "")).upper() != "DATE"
-        or target.get("children")
-        or target.get("catalog")
-        or target.get("schema")
+        node.get(Key.TRY_CAST)
+        or child.get(Key.CLASS) != Class.CONSTANT
+        or (child.get(Key.LITERAL) or {}).get(Key.KIND) != LiteralKind.STRING
+        or str(target.get(Key.TYPE_NAME, "")).upper() != "DATE"
+        or target.get(Key.CHILDREN)
+        or target.get(Key.CATALOG)
+        or target.get(Key.SCHEMA)
         or not isinstance(text, str)
         or not _ISO_DATE.fullmatch(text)
     ):
@@ -913,28 +926,7 @@ def _evaluate(
 
 def _select_statement(nodes: list[dict[str, Any]]) -> dict[str, Any]:
     """The JSON syntax tree of ``SELECT <nodes>``, without FROM."""
-    return {
-        "error": False,
-        "statements": [
-            {
-                "node": {
-                    "type": "SELECT_NODE",
-                    "modifiers": [],
-                    "cte_map": {"map": []},
-                    "select_list": nodes,
-                    "from_table": {"type": "EMPTY", "alias": "", "sample": None},
-                    "where_clause": None,
-                    "group_expressions": [],
-                    "group_sets": [],
-                    "aggregate_handling": "STANDARD_HANDLING",
-                    "having": None,
-                    "sample": None,
-                    "qualify": None,
-                },
-                "named_param_map": [],
-            }
-        ],
-    }
+    return parse_result(select_node(nodes, no_table(), None))
 
 
 def select_text(nodes: list[dict[str, Any]]) -> str | None:

@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from adapters.duckdb.serialized import Class, Key, Type, column_aliases, column_names, is_base_table
+
 __all__ = [
     "JoinKey",
     "Pushable",
@@ -49,7 +51,7 @@ __all__ = [
 ]
 
 Node = dict[str, Any]
-QUERY_NODES = ("SELECT_NODE",)
+QUERY_NODES = (Type.SELECT_NODE,)
 _PAIRED = "rows pair up by position or ASOF, or it is the inner side of SEMI/ANTI"
 _CORRELATED = "a condition of a correlated subquery"
 
@@ -69,7 +71,7 @@ class TableRef:
     @property
     def span(self) -> tuple[int, int]:
         """Byte offset and length of the reference's text (name, alias, column aliases)."""
-        return int(self.node["query_location"]), int(self.node["query_location_length"])
+        return int(self.node[Key.QUERY_LOCATION]), int(self.node[Key.QUERY_LOCATION_LENGTH])
 
     def column_path(self, parts: list[str]) -> str | None:
         """The column path that name parts mean in this reference, or None."""
@@ -77,7 +79,7 @@ class TableRef:
             return None
         if len(parts) > 1 and parts[0].lower() == self.alias.lower():
             parts = parts[1:]
-        elif len(parts) > 2 and not self.node.get("alias") and _qualifies(self.node, parts):
+        elif len(parts) > 2 and not self.node.get(Key.ALIAS) and _qualifies(self.node, parts):
             parts = parts[2:]
         if not parts or not all(parts):
             return None
@@ -130,7 +132,7 @@ def find_references(
         item, outer = stack.pop()
         if isinstance(item, dict):
             scope = outer
-            if item.get("type") in QUERY_NODES and "from_table" in item:
+            if item.get(Key.TYPE) in QUERY_NODES and Key.FROM_TABLE in item:
                 scope = _SelectScope(item, columns_of, ctes, outer)
                 found.extend(scope.analyze())
             stack.extend((value, scope) for value in item.values())
@@ -160,8 +162,8 @@ class _SelectScope:
         self.attached: list[tuple[Node | None, list[tuple[TableRef, bool, bool]], str]] = []
 
     def analyze(self) -> list[TableRef]:
-        leaves = self._from(self.node.get("from_table") or {})
-        self.attached.append((self.node.get("where_clause"), leaves, ""))
+        leaves = self._from(self.node.get(Key.FROM_TABLE) or {})
+        self.attached.append((self.node.get(Key.WHERE_CLAUSE), leaves, ""))
         for condition, allowed, why in self.attached:
             if condition is not None:
                 self._attach(condition, allowed, why)
@@ -171,15 +173,15 @@ class _SelectScope:
 
     def _from(self, ref: Node) -> list[tuple[TableRef, bool, bool]]:
         """The leaves under ``ref``: (reference, NULL-filled relative to ref, blocked from above)."""
-        if ref.get("type") != "JOIN":
-            return [] if ref.get("type") in (None, "EMPTY") else [(self._leaf(ref), False, False)]
-        left = self._from(ref.get("left") or {})
-        right = self._from(ref.get("right") or {})
-        join, kind = ref.get("join_type"), ref.get("ref_type")
-        using = [str(c).lower() for c in ref.get("using_columns") or []]
+        if ref.get(Key.TYPE) != Type.JOIN:
+            return [] if ref.get(Key.TYPE) in (None, Type.EMPTY) else [(self._leaf(ref), False, False)]
+        left = self._from(ref.get(Key.LEFT) or {})
+        right = self._from(ref.get(Key.RIGHT) or {})
+        join, kind = ref.get(Key.JOIN_TYPE), ref.get(Key.REF_TYPE)
+        using = [str(c).lower() for c in ref.get(Key.USING_COLUMNS) or []]
         self.merged.update(using)
         self.natural = self.natural or kind == "NATURAL"
-        condition = ref.get("condition")
+        condition = ref.get(Key.CONDITION)
         plain = kind in ("REGULAR", "CROSS", "NATURAL", "DEPENDENT")
         if plain and join == "INNER":
             self.attached.append((condition, left + right, ""))
@@ -206,18 +208,18 @@ class _SelectScope:
         return _blocked(left + right)
 
     def _leaf(self, ref: Node) -> TableRef:
-        alias = str(ref.get("alias") or "")
+        alias = str(ref.get(Key.ALIAS) or "")
         registered: str | None = None
         columns: dict[str, str] | None = None
-        if ref.get("type") == "BASE_TABLE":
-            name = str(ref.get("table_name") or "")
+        if ref.get(Key.TYPE) == "BASE_TABLE":
+            name = str(ref.get(Key.TABLE_NAME) or "")
             alias = alias or name
-            qualified = ref.get("schema_name") or ref.get("catalog_name")
+            qualified = ref.get(Key.SCHEMA_NAME) or ref.get(Key.CATALOG_NAME)
             shadowed = not qualified and name.lower() in self.ctes  # a CTE of that name is read
             known = None if shadowed else self.columns_of(ref)
             if known is not None:
                 registered, table_columns = known
-                columns = _visible(table_columns, [str(c) for c in ref.get("column_name_alias") or []])
+                columns = _visible(table_columns, column_aliases(ref))
         leaf = TableRef(ref, alias, columns, registered)
         self.leaves.append(leaf)
         return leaf
@@ -245,7 +247,7 @@ class _SelectScope:
                     _refuse(leaf, conjunct, why)
                     continue
                 null_filled, blocked = flags[id(leaf)]
-                if blocked or leaf.node.get("sample") is not None:
+                if blocked or leaf.node.get(Key.SAMPLE) is not None:
                     _refuse(leaf, conjunct, _PAIRED)
                 else:
                     # Also on DuckDB's own tables: their filters select the keys of a join.
@@ -263,7 +265,7 @@ class _SelectScope:
                 continue
             if id(leaf) not in flags:
                 _refuse(leaf, conjunct, f"{relates}; {why}")
-            elif flags[id(leaf)][1] or leaf.node.get("sample") is not None:
+            elif flags[id(leaf)][1] or leaf.node.get(Key.SAMPLE) is not None:
                 _refuse(leaf, conjunct, f"{relates}; {_PAIRED}")
             elif pair is None:
                 _refuse(leaf, conjunct, relates)
@@ -336,7 +338,7 @@ class _SelectScope:
                 by_name = [
                     leaf
                     for leaf in self.leaves
-                    if not leaf.node.get("alias") and leaf.node.get("type") == "BASE_TABLE"
+                    if not leaf.node.get(Key.ALIAS) and is_base_table(leaf.node)
                     if _qualifies(leaf.node, parts)
                 ]
                 if len(by_name) == 1:
@@ -353,15 +355,15 @@ def _refuse(leaf: TableRef, conjunct: Node, why: str) -> None:
 
 
 def _parts(column: Node) -> list[str]:
-    return [str(p) for p in column.get("column_names") or []]
+    return column_names(column)
 
 
 def _equality(conjunct: Node) -> tuple[Node, Node] | None:
     """The two column references of ``a = b``, or None when the conjunct is not that."""
-    if conjunct.get("class") != "COMPARISON" or conjunct.get("type") != "COMPARE_EQUAL":
+    if conjunct.get(Key.CLASS) != Class.COMPARISON or conjunct.get(Key.TYPE) != "COMPARE_EQUAL":
         return None
-    left, right = conjunct.get("left") or {}, conjunct.get("right") or {}
-    if left.get("class") != "COLUMN_REF" or right.get("class") != "COLUMN_REF":
+    left, right = conjunct.get(Key.LEFT) or {}, conjunct.get(Key.RIGHT) or {}
+    if left.get(Key.CLASS) != Class.COLUMN_REF or right.get(Key.CLASS) != Class.COLUMN_REF:
         return None
     return left, right
 
@@ -372,8 +374,8 @@ def conjuncts(condition: Node) -> list[Node]:
     stack = [condition]
     while stack:
         node = stack.pop()
-        if node.get("type") == "CONJUNCTION_AND":
-            stack.extend(reversed(node.get("children") or []))
+        if node.get(Key.TYPE) == "CONJUNCTION_AND":
+            stack.extend(reversed(node.get(Key.CHILDREN) or []))
         else:
             out.append(node)
     return out
@@ -388,18 +390,18 @@ def column_refs(node: Node, into_subqueries: bool = False) -> Iterator[Node]:
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
-            cls = item.get("class")
-            if cls == "COLUMN_REF":
+            cls = item.get(Key.CLASS)
+            if cls == Class.COLUMN_REF:
                 yield item
                 continue
-            if cls in ("SUBQUERY", "LAMBDA") and not into_subqueries:
+            if cls in (Class.SUBQUERY, Class.LAMBDA) and not into_subqueries:
                 continue
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
 
 
-_LOCATION_KEYS = frozenset(("query_location", "query_location_length"))
+_LOCATION_KEYS = frozenset((Key.QUERY_LOCATION, Key.QUERY_LOCATION_LENGTH))
 
 
 def same_ignoring_locations(a: Any, b: Any) -> bool:
@@ -436,17 +438,17 @@ def walk_dicts(root: Any) -> Iterator[Node]:
 def cte_names(root: Node) -> Iterator[str]:
     """The names of the CTEs defined anywhere in a statement."""
     for node in walk_dicts(root):
-        cte_map = node.get("cte_map")
+        cte_map = node.get(Key.CTE_MAP)
         if isinstance(cte_map, dict):
-            for entry in cte_map.get("map") or []:
-                if isinstance(entry, dict) and entry.get("key"):
-                    yield str(entry["key"])
+            for entry in cte_map.get(Key.MAP) or []:
+                if isinstance(entry, dict) and entry.get(Key.KEY):
+                    yield str(entry[Key.KEY])
 
 
 def _qualifies(node: Node, parts: list[str]) -> bool:
     """``schema.table.column``: the first two parts name the BASE_TABLE node."""
-    schema = str(node.get("schema_name") or "main").lower()
-    return parts[0].lower() == schema and parts[1].lower() == str(node.get("table_name", "")).lower()
+    schema = str(node.get(Key.SCHEMA_NAME) or "main").lower()
+    return parts[0].lower() == schema and parts[1].lower() == str(node.get(Key.TABLE_NAME, "")).lower()
 
 
 def _visible(table_columns: dict[str, str], aliases: list[str]) -> dict[str, str]:

@@ -514,7 +514,7 @@ def test_names_that_do_not_reach_mains_view_are_left_alone(cons) -> None:
 
 
 def test_the_splice_check_compares_trees_but_for_source_positions() -> None:
-    from adapters.duckdb.query import _same_ignoring_locations
+    from adapters.duckdb.scope import same_ignoring_locations as _same_ignoring_locations
 
     a = {"x": [1, {"query_location": 3, "y": "a"}]}
     assert _same_ignoring_locations(a, {"x": [1, {"query_location": 9, "y": "a"}]})
@@ -542,8 +542,8 @@ def test_the_splice_check_compares_trees_but_for_source_positions() -> None:
 )
 def test_a_reference_written_as_its_names_needs_no_parse_back(text: str, plain: bool) -> None:
     from adapters.duckdb.parse import serialize
-    from adapters.duckdb.query import _plainly_written
     from adapters.duckdb.scope import TableRef
+    from adapters.duckdb.splice import plainly_written as _plainly_written
 
     query = f"SELECT * FROM {text} WHERE 1 = 1"
     node = serialize(query)["statements"][0]["node"]["from_table"]
