@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, cast, get_args
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -40,12 +41,15 @@ __all__ = [
     "ClusterJob",
     "ClusterResult",
     "ClusterWriteError",
+    "Strategy",
     "default_file_count",
     "run_cluster",
     "source_report",
 ]
 
-STRATEGIES = ("linear", "zorder", "hilbert")
+Strategy = Literal["linear", "zorder", "hilbert"]
+"""How rows are ordered: by the columns in turn, or along a z-order or Hilbert curve of their ranks."""
+STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
 
 
 class ClusterError(IndexStoreError, ValueError):
@@ -76,7 +80,7 @@ class ClusterJob:
     files: list[str]  # absolute paths of the source's data files
     partitioned: bool  # hive-partitioned: the partition columns are read from the folder names
     by: list[str]  # the clustering columns, as the table spells them
-    strategy: str
+    strategy: Strategy
     rows: int
     per_file: int  # rows per written file
     folder: Path  # where the files go (the staging folder)
@@ -119,7 +123,10 @@ def run_cluster(
     staging.mkdir()
     try:
         partitioned = len(table.reader.partition_schema()) > 0
-        written = writer(ClusterJob(table, files, partitioned, columns, strategy, rows, per_file, staging))
+        job = ClusterJob(
+            table, files, partitioned, columns, cast(Strategy, strategy), rows, per_file, staging
+        )
+        written = writer(job)
         open_table(staging).build(progress=False)
         if target.exists():
             target.rmdir()  # empty, checked above; the rename needs it gone

@@ -21,7 +21,9 @@ __all__ = ["IndexConfig"]
 class IndexConfig:
     """How an index is built; the same for every file of one index version."""
 
-    table_kind: str = ""  # "parquet" or "hudi_cow"
+    # The table format's name ("parquet", "hudi_cow", or a registered format's): an open set, since
+    # formats are plug-ins (index_store.tables.registry), so a str and not a Literal.
+    table_kind: str = ""
     record_key: str | None = None  # the column holding record keys, if the table has one
     bloom_columns: tuple[str, ...] = ()  # columns with a bloom filter per file
     fpp: float = 0.01  # the bloom filters' false-positive rate

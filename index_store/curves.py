@@ -10,14 +10,16 @@ loops run over bits and columns only). A plain sort by the columns (``linear``) 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal, get_args
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["CURVES", "column_ranks", "curve_keys", "grid_bits", "hilbert_keys", "zorder_keys"]
+__all__ = ["CURVES", "Curve", "column_ranks", "curve_keys", "grid_bits", "hilbert_keys", "zorder_keys"]
 
-CURVES = ("zorder", "hilbert")
+Curve = Literal["zorder", "hilbert"]
+CURVES: tuple[Curve, ...] = get_args(Curve)
 _ONE = np.uint64(1)
 
 

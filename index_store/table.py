@@ -37,7 +37,7 @@ from index_store.secondary.build import ComputeIndexFiles
 from index_store.secondary.select import UseRules
 from index_store.sources import SourcedStats, SourceQuery, sourced_stats
 from index_store.tables.base import DataFile, TableReader
-from index_store.tagging.tagger import check_on_duplicate, tag_method
+from index_store.tagging.tagger import OnDuplicate, check_on_duplicate, tag_method
 from index_store.tagging.wiring import key_array, partition_array, partition_layout, tag_loaded
 from index_store.timeline import IndexTimeline, Snapshot
 from index_store.write import IndexWriter
@@ -365,7 +365,7 @@ class IndexedTable:
         using: Literal["auto", "bloom", "record"] = "auto",
         *,
         sync: bool = False,
-        on_duplicate: Literal["all", "error"] = "all",
+        on_duplicate: OnDuplicate = "all",
     ) -> pa.Table:
         """Which data file holds each record key (an update), and which keys are new (inserts).
 

@@ -22,6 +22,7 @@ import os
 import re
 import uuid
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 import pyarrow as pa
@@ -31,10 +32,22 @@ from index_store.errors import IndexCorruptError
 from index_store.partitions import REGISTRY
 from index_store.tables.watch import Watch, new_watch
 
-__all__ = ["Commit", "IndexTimeline", "Snapshot"]
+__all__ = ["Commit", "IndexTimeline", "Operation", "Snapshot"]
 
 FORMAT_VERSION = 1
 _ENTRY = re.compile(r"^(\d{20})\.json$")
+
+
+class Operation(StrEnum):
+    """What a commit did, as its timeline entry names it. ``sync`` and ``update`` both commit as
+    ``update`` (a sync is an update of the files that changed)."""
+
+    BUILD = "build"
+    UPDATE = "update"
+    COMPACT = "compact"
+    CREATE_INDEX = "create_index"
+    BUILD_INDEX = "build_index"
+    DROP_INDEX = "drop_index"
 
 
 @dataclass(frozen=True)
@@ -42,7 +55,7 @@ class Commit:
     """One timeline entry."""
 
     version: int
-    operation: str  # build, update, sync, compact
+    operation: Operation
     added: dict[str, list[str]]  # partition -> index files (relative to the index root) it adds
     removed: dict[str, list[str]] = field(default_factory=dict)  # partition -> files no longer live
     schema: pa.Schema = field(default_factory=lambda: pa.schema([]))  # table schema, partition cols too
@@ -82,7 +95,7 @@ class Commit:
             removed = {p: list(map(str, fs)) for p, fs in d.get("removed", {}).items()}
             return cls(
                 version=int(d["version"]),
-                operation=str(d["operation"]),
+                operation=Operation(str(d["operation"])),
                 added=added,
                 removed=removed,
                 schema=schema,

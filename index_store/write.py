@@ -42,7 +42,7 @@ from index_store.secondary.definitions import IndexDefinition
 from index_store.secondary.kinds import UnsupportedColumnError, index_kind
 from index_store.secondary.kinds import kinds as index_kinds
 from index_store.tables.base import DataFile, TableReader
-from index_store.timeline import Commit, IndexTimeline, Snapshot
+from index_store.timeline import Commit, IndexTimeline, Operation, Snapshot
 
 __all__ = ["IndexWriter"]
 
@@ -152,7 +152,7 @@ class IndexWriter:
             )
             return Commit(
                 version=snap.version + 1,
-                operation="build",
+                operation=Operation.BUILD,
                 added=added,
                 schema=built.stats.schema,
                 checkpoint=True,
@@ -324,7 +324,7 @@ class IndexWriter:
             )
             return Commit(
                 version=version,
-                operation="update",
+                operation=Operation.UPDATE,
                 added=written,
                 schema=_merge_schemas(s.schema, built.stats.schema),
                 next_file_idx=s.next_file_idx + len(add_files),
@@ -368,7 +368,7 @@ class IndexWriter:
                     added.update({name: list(files) for name, files in rel.items()})
             return Commit(
                 version=snap.version + 1,
-                operation="compact",
+                operation=Operation.COMPACT,
                 added=added,
                 removed={p: list(files) for p, files in snap.live.items()},
                 schema=snap.schema,

@@ -17,13 +17,14 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from adapters.clustering import STRATEGIES
+from adapters.clustering import STRATEGIES, Strategy
 from adapters.duckdb.parse import parse_predicate
 from adapters.duckdb.query import plan, register
 from hudi_expr import AlwaysTrue, ColumnStats, Expression, FileStats, might_match
@@ -50,7 +51,7 @@ class QueryReads:
 class Candidate:
     """A clustering and the files the workload would read after it (estimated, summed)."""
 
-    strategy: str  # "as is" for the current layout
+    strategy: Strategy | Literal["as is"]  # "as is": the current layout
     columns: tuple[str, ...]
     files_read: int
     per_query: tuple[int, ...]
@@ -73,7 +74,7 @@ def advise(
     workload: Sequence[str],
     name: str | None = None,
     *,
-    candidates: Sequence[tuple[str, Sequence[str]]] | None = None,
+    candidates: Sequence[tuple[Strategy, Sequence[str]]] | None = None,
     sample_rows: int = SAMPLE_ROWS,
     max_columns: int = 2,
 ) -> Advice:
@@ -119,8 +120,8 @@ def _reads(con: duckdb.DuckDBPyConnection, query: str, name: str, schema: pa.Sch
     return QueryReads(query, sum(t.kept for t in mine), sum(t.total for t in mine), parts[0])
 
 
-def _candidates(columns: list[str], max_columns: int) -> list[tuple[str, tuple[str, ...]]]:
-    found: list[tuple[str, tuple[str, ...]]] = []
+def _candidates(columns: list[str], max_columns: int) -> list[tuple[Strategy, tuple[str, ...]]]:
+    found: list[tuple[Strategy, tuple[str, ...]]] = []
     for size in range(1, min(max_columns, len(columns)) + 1):
         found += [("linear", order) for order in itertools.permutations(columns, size)]
     for size in range(2, min(max_columns, len(columns)) + 1):
@@ -147,7 +148,9 @@ def _by_source_file(sample: pa.Table, columns: list[str]) -> FileStats:
     return _file_stats(sample, columns, np.asarray(file_of, dtype=np.int64))
 
 
-def _simulated(sample: pa.Table, by: list[str], strategy: str, files: int) -> FileStats:
+def _simulated(
+    sample: pa.Table, by: list[str], strategy: Strategy | Literal["as is"], files: int
+) -> FileStats:
     """The sample re-clustered as ``cluster`` would write it, in ``files`` equal parts."""
     if strategy == "linear":
         order = pc.sort_indices(sample, sort_keys=[(c, "ascending", "at_start") for c in by])
@@ -183,7 +186,7 @@ def _file_stats(table: pa.Table, columns: list[str], part: np.ndarray) -> FileSt
 
 
 def _estimate(
-    reads: list[QueryReads], stats: FileStats, strategy: str, columns: tuple[str, ...]
+    reads: list[QueryReads], stats: FileStats, strategy: Strategy | Literal["as is"], columns: tuple[str, ...]
 ) -> Candidate:
     per_query = []
     for r in reads:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pyspark.sql import SparkSession
 
@@ -94,7 +95,7 @@ def compute_index_files_on_spark(
 class _Error:
     """A data error as plain values (the index errors' constructors do not survive pickling)."""
 
-    kind: str  # "stale" or "format"
+    kind: Literal["stale", "format"]
     message: str
     table: str = ""
     reason: str = ""

@@ -75,7 +75,8 @@ from index_store.partitions.record_keys import RecordKeysPartition, read_record_
 from index_store.record_key import UNKNOWN, RecordKeySpec
 from index_store.tagging.partitions import PartitionLayout
 from index_store.tagging.ranges import SortedBounds, needs_both_orders, range_pairs
-from index_store.tagging.tagger import check_on_duplicate, tag_method
+from index_store.tagging.stats import TagMethod
+from index_store.tagging.tagger import OnDuplicate, check_on_duplicate, tag_method
 
 __all__ = ["FILE_COLUMN", "SparkTagError", "SparkTagStats", "benchmark_tag", "tag", "tag_with_stats"]
 
@@ -99,7 +100,7 @@ class SparkTagStats:
     for ``bloom``; ``verify``; ``record``; ``duplicates``). The returned DataFrame is lazy: its final
     join is not timed here."""
 
-    method: str
+    method: TagMethod
     files: int  # live data files the index holds (and still on disk)
     after_range: int = 0  # candidate pairs after the key ranges (bloom)
     after_bloom: int = 0  # candidate pairs after the bloom filters (bloom), or live entries found (record)
@@ -116,7 +117,7 @@ def tag(
     key_cols: Sequence[str] | str | None = None,
     partition_col: str | None = None,
     using: Literal["auto", "bloom", "record"] = "auto",
-    on_duplicate: Literal["all", "error"] = "all",
+    on_duplicate: OnDuplicate = "all",
 ) -> DataFrame:
     """``df`` with a ``_file`` column: the absolute path of the live data file holding each row's
     record key, null for a key no file holds (an insert); a row whose key several live files hold
@@ -145,7 +146,7 @@ def tag_with_stats(
     key_cols: Sequence[str] | str | None = None,
     partition_col: str | None = None,
     using: Literal["auto", "bloom", "record"] = "auto",
-    on_duplicate: Literal["all", "error"] = "all",
+    on_duplicate: OnDuplicate = "all",
 ) -> tuple[DataFrame, SparkTagStats]:
     """``tag``, and what its stages did and took (``SparkTagStats``)."""
     indexed = table if isinstance(table, IndexedTable) else open_table(table)
@@ -200,7 +201,7 @@ def benchmark_tag(
     key_cols: Sequence[str] | str | None = None,
     partition_col: str | None = None,
     using: Literal["auto", "bloom", "record"] = "auto",
-    on_duplicate: Literal["all", "error"] = "all",
+    on_duplicate: OnDuplicate = "all",
 ) -> SparkTagStats:
     """``tag_with_stats`` with the result materialized too (written to Spark's ``noop`` sink):
     the stats of the whole run, ``seconds["result"]`` the final join, ``seconds["total"]`` all."""

@@ -57,14 +57,17 @@ from index_store.secondary.select import (
     worker_pool,
 )
 from index_store.tables.base import TableReader
-from index_store.timeline import Commit, IndexTimeline, Snapshot
+from index_store.timeline import Commit, IndexTimeline, Operation, Snapshot
 
 if TYPE_CHECKING:
     from index_store.loaded import Candidates, LoadedVersion
 
-__all__ = ["IndexStatus", "RowSelection", "SecondaryIndexes"]
+__all__ = ["BuildStrategy", "IndexStatus", "RowSelection", "SecondaryIndexes"]
 
 STAGING = ".staging"
+
+BuildStrategy = Literal["incremental", "all"]
+"""``incremental``: index files only for base files without a current one; ``all``: every one anew."""
 
 
 @dataclass(frozen=True)
@@ -204,7 +207,7 @@ class SecondaryIndexes:
             config = dataclasses.replace(
                 snap.config, secondary_indexes=(*snap.config.secondary_indexes, made)
             )
-            return _meta_commit(snap, "create_index", config)
+            return _meta_commit(snap, Operation.CREATE_INDEX, config)
 
         return commit(self.timeline, prepare)
 
@@ -223,7 +226,7 @@ class SecondaryIndexes:
             defined = {(d.index_type, c) for d in remaining for c in d.columns}
             file_idx = manifest["file_idx"].to_numpy() if len(manifest) else np.zeros(0, np.int64)
             rows = live_rows(manifest, file_idx, defined)
-            return _manifest_commit(self.index_root, snap, "drop_index", config, rows)
+            return _manifest_commit(self.index_root, snap, Operation.DROP_INDEX, config, rows)
 
         return commit(self.timeline, prepare)
 
@@ -255,7 +258,7 @@ class SecondaryIndexes:
     def build_index(
         self,
         name: str | None = None,
-        strategy: Literal["incremental", "all"] = "incremental",
+        strategy: BuildStrategy = "incremental",
         progress: bool | None = None,
         workers: int | None = None,
         compute: ComputeIndexFiles | None = None,
@@ -322,14 +325,16 @@ class SecondaryIndexes:
                 ),
             )
             rows = pa.concat_tables([kept.filter(pc.invert(replaced)), new_rows.cast(kept.schema)])
-            return _manifest_commit(self.index_root, s, "build_index", s.config, rows)
+            return _manifest_commit(self.index_root, s, Operation.BUILD_INDEX, s.config, rows)
 
         try:
             return commit(self.timeline, prepare)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _build_tasks(self, loaded: LoadedVersion, name: str | None, strategy: str) -> list[FileTask]:
+    def _build_tasks(
+        self, loaded: LoadedVersion, name: str | None, strategy: BuildStrategy
+    ) -> list[FileTask]:
         snap = loaded.snap
         definitions = [
             d for d in snap.config.secondary_indexes if name is None or d.name.lower() == name.lower()
@@ -757,7 +762,7 @@ def _decide(
     )
 
 
-def _meta_commit(snap: Snapshot, operation: str, config: IndexConfig, **changes: Any) -> Commit:
+def _meta_commit(snap: Snapshot, operation: Operation, config: IndexConfig, **changes: Any) -> Commit:
     return Commit(
         version=snap.version + 1,
         operation=operation,
@@ -771,7 +776,7 @@ def _meta_commit(snap: Snapshot, operation: str, config: IndexConfig, **changes:
 
 
 def _manifest_commit(
-    root: Path, snap: Snapshot, operation: str, config: IndexConfig, rows: pa.Table
+    root: Path, snap: Snapshot, operation: Operation, config: IndexConfig, rows: pa.Table
 ) -> Commit:
     """A commit whose manifest is ``rows``: index files it no longer names stop being live."""
     old_files = {k: set(v) for k, v in snap.live.items() if k not in (MANIFEST,) and _is_kind(k)}

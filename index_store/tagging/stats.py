@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from typing import Literal
 
 import pyarrow as pa
 
-__all__ = ["TAG_STATS_KEY", "TagStats", "tag_stats"]
+__all__ = ["TAG_STATS_KEY", "TagMethod", "TagStats", "tag_stats"]
 
 TAG_STATS_KEY = b"hudi_index.tag_stats"
+
+TagMethod = Literal["bloom", "record"]
+"""How keys were found: key ranges, bloom filters, then reading keys; or the record index."""
 
 
 @dataclass(frozen=True)
 class TagStats:
     """Counters of one ``IndexedTable.tag`` call; pairs are (input key, data file) candidates."""
 
-    method: str  # "bloom" (ranges, bloom filters, then reading keys) or "record" (the record index)
+    method: TagMethod
     keys: int  # input keys
     files: int  # live data files the index holds
     after_range: int = 0  # candidate pairs after the key-range stage

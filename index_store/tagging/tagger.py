@@ -22,6 +22,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Literal, cast, get_args
 
 import numpy as np
 import pyarrow as pa
@@ -34,12 +35,14 @@ from index_store.partitions.base import live_positions
 from index_store.partitions.record_keys import KeyFilters
 from index_store.record_key import RecordKeySpec
 from index_store.tagging.ranges import Numbers, SortedBounds, needs_both_orders, range_pairs
-from index_store.tagging.stats import TAG_STATS_KEY, TagStats
+from index_store.tagging.stats import TAG_STATS_KEY, TagMethod, TagStats
 from index_store.tagging.verify import Verified, verify_pairs
 
-__all__ = ["ON_DUPLICATE", "TagContext", "check_on_duplicate", "tag_keys", "tag_method"]
+__all__ = ["ON_DUPLICATE", "OnDuplicate", "TagContext", "check_on_duplicate", "tag_keys", "tag_method"]
 
-ON_DUPLICATE = ("all", "error")  # a key in several live files: a row per file, or an error
+OnDuplicate = Literal["all", "error"]
+"""A key in several live files: a row per file (as Hudi's bloom index tags every copy), or an error."""
+ON_DUPLICATE: tuple[OnDuplicate, ...] = get_args(OnDuplicate)
 
 RESULT_SCHEMA = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file", pa.string())])
 
@@ -73,7 +76,7 @@ class TagContext:
     verify: Callable[[pa.StringArray, np.ndarray, np.ndarray], Verified] | None = None
 
 
-def tag_method(config: IndexConfig, table: str, using: str) -> tuple[RecordKeySpec, str]:
+def tag_method(config: IndexConfig, table: str, using: str) -> tuple[RecordKeySpec, TagMethod]:
     """The record key and the method (``bloom`` or ``record``) a tag of ``table`` with ``using``
     runs, or the error saying why it cannot: no key in the index, an unknown ``using``, or the
     record index asked for and not built. ``auto`` is the record index when there is one."""
@@ -93,19 +96,19 @@ def tag_method(config: IndexConfig, table: str, using: str) -> tuple[RecordKeySp
     return spec, "record" if using == "record" or (using == "auto" and config.record_index) else "bloom"
 
 
-def check_on_duplicate(on_duplicate: str) -> str:
+def check_on_duplicate(on_duplicate: str) -> OnDuplicate:
     """``on_duplicate`` when it is one of ``ON_DUPLICATE``; else a ``ValueError`` naming them."""
     if on_duplicate not in ON_DUPLICATE:
         raise ValueError(f"on_duplicate must be 'all' or 'error', not {on_duplicate!r}")
-    return on_duplicate
+    return cast(OnDuplicate, on_duplicate)
 
 
 def tag_keys(
     context: TagContext,
     keys: pa.StringArray,
     partitions: pa.StringArray | None,
-    method: str,
-    on_duplicate: str = "all",
+    method: TagMethod,
+    on_duplicate: OnDuplicate = "all",
 ) -> pa.Table:
     """Rows in input order: ``key``, ``partition``, ``file`` (absolute path, null for an insert),
     with the run's ``TagStats`` in the schema metadata. A key in several live files has one row

@@ -19,7 +19,8 @@ from index_store.partitions.record_index import lookup_record_keys
 from index_store.record_key import RecordKeySpec
 from index_store.secondary.tagging import verify_with_index
 from index_store.tagging.partitions import PartitionLayout
-from index_store.tagging.tagger import RecordMatches, TagContext, tag_keys
+from index_store.tagging.stats import TagMethod
+from index_store.tagging.tagger import OnDuplicate, RecordMatches, TagContext, tag_keys
 from index_store.tagging.verify import Verified, verify_pairs
 
 if TYPE_CHECKING:
@@ -36,10 +37,10 @@ def tag_loaded(
     loaded: LoadedVersion,
     present: np.ndarray,
     spec: RecordKeySpec,
-    method: str,
+    method: TagMethod,
     keys: pa.StringArray,
     partitions: pa.StringArray | None,
-    on_duplicate: str,
+    on_duplicate: OnDuplicate,
 ) -> pa.Table:
     """``tag_keys`` over ``loaded``'s live files (``present``: still on disk), ``partitions``
     already mapped to the table's paths."""
