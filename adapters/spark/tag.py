@@ -77,6 +77,7 @@ from index_store.tagging.partitions import PartitionLayout
 from index_store.tagging.ranges import SortedBounds, needs_both_orders, range_pairs
 from index_store.tagging.stats import TagMethod
 from index_store.tagging.tagger import OnDuplicate, check_on_duplicate, tag_method
+from index_store.tagging.wiring import checked_keys
 
 __all__ = ["FILE_COLUMN", "SparkTagError", "SparkTagStats", "benchmark_tag", "tag", "tag_with_stats"]
 
@@ -709,18 +710,7 @@ class _CheckedKeys:
     name: str
 
     def __call__(self, keys: pa.Array) -> pa.Array:
-        if keys.null_count:
-            raise RecordKeyError(
-                f"{keys.null_count} of {len(keys)} record keys of a batch of {self.name!r} are null: "
-                "a record key is never null"
-            )
-        empty = pc.sum(pc.equal(pc.binary_length(keys), 0)).as_py() or 0
-        if empty:
-            raise RecordKeyError(
-                f"{empty} of {len(keys)} record keys of a batch of {self.name!r} are empty: a Hudi record "
-                "key is never empty (its key generators refuse one); drop those rows or fix their key"
-            )
-        return keys.cast(pa.string())
+        return checked_keys(keys, self.name)
 
 
 @dataclass(frozen=True)

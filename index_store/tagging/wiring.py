@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from index_store.loaded import LoadedVersion
     from index_store.table import IndexedTable
 
-__all__ = ["key_array", "partition_array", "partition_layout", "tag_loaded"]
+__all__ = ["checked_keys", "key_array", "partition_array", "partition_layout", "tag_loaded"]
 
 Bounds = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -160,16 +160,23 @@ def key_array(keys: Any, spec: RecordKeySpec) -> pa.StringArray:
             f"keys must be strings as Hudi writes _hoodie_record_key, got {array.type}; pass a pyarrow "
             f"Table of the key columns {list(spec.fields)} to have them encoded"
         )
+    return checked_keys(array)
+
+
+def checked_keys(array: pa.Array, batch_of: str | None = None) -> pa.StringArray:
+    """``array`` (string keys) as strings, or ``RecordKeyError`` when a key is null or empty; the
+    one rule of local and Spark tagging (``batch_of``: the input column named in the message)."""
+    where = "" if batch_of is None else f" of a batch of {batch_of!r}"
     if array.null_count:
         raise RecordKeyError(
-            f"{array.null_count} of {len(array)} record keys are null: a record key is never null"
+            f"{array.null_count} of {len(array)} record keys{where} are null: a record key is never null"
         )
     empty = pc.sum(pc.equal(pc.binary_length(array), 0)).as_py() or 0
     if empty:
         # Hudi's key generators refuse an empty key (KeyGenUtils: "cannot be null or empty"), so a
         # table never holds one: calling it an insert would write a row no Hudi writer could.
         raise RecordKeyError(
-            f"{empty} of {len(array)} record keys are empty: a Hudi record key is never empty "
+            f"{empty} of {len(array)} record keys{where} are empty: a Hudi record key is never empty "
             "(its key generators refuse one); drop those rows or fix their key"
         )
     return array.cast(pa.string())
