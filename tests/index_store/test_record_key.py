@@ -28,8 +28,18 @@ META = RECORD_KEY_META_FIELD
 
 # table -> (fields, column, generator) as from_hudi_properties must read it
 EXPECTED_SPECS = {
+    "mor_avro_v9_timebasedkeygen_nonhivestyle": (("txn_id",), META, "simple"),  # type TIMESTAMP
+    "mor_avro_v9_txns_complex_nometa": (("txn_id", "account_id"), META, "complex"),  # type COMPLEX
+    "mor_avro_v9_txns_nonpart_nometa": (("txn_id",), META, "simple"),  # type NON_PARTITION
+    "mor_avro_v9_txns_simple_meta": (("txn_id",), META, "simple"),
     "mor_avro_v9_txns_simple_nometa": (("txn_id",), META, "simple"),  # type SIMPLE
+    "mor_avro_v9_txns_simple_overwrite": (("txn_id",), META, "simple"),
+    "mor_parquet_v6_empty": (("id",), META, "simple"),  # no base file
     "mor_parquet_v6_nonpartitioned": (("id",), META, "simple"),  # NonpartitionedKeyGenerator
+    "mor_parquet_v6_nonpartitioned_rollback": (("id",), META, "simple"),
+    "mor_parquet_v6_simplekeygen_hivestyle_no_metafields": (("id",), None, "simple"),
+    "mor_parquet_v6_simplekeygen_nonhivestyle": (("id",), META, "simple"),
+    "mor_parquet_v6_simplekeygen_nonhivestyle_overwritetable": (("id",), META, "simple"),
     "v6_complexkeygen_hivestyle": (("id", "name"), META, "complex"),  # ComplexKeyGenerator
     "v6_empty": (("id",), META, "simple"),  # NonpartitionedKeyGenerator, no base file
     "v6_nonpartitioned": (("id",), META, "simple"),
@@ -91,7 +101,7 @@ def test_encode_equals_the_stored_key_of_every_row_of_every_base_file(hudi_table
             rows[name] = rows.get(name, 0) + data.num_rows
     complex_rows = rows["v6_complexkeygen_hivestyle"] + rows["v9_txns_complex_meta"]
     assert complex_rows >= 40 and sum(rows.values()) - complex_rows >= 200
-    assert len(rows) == 17  # every table that stores its keys (not the empty ones, not no_metafields)
+    assert len(rows) == 25  # every table that stores its keys (not the empty ones, not no_metafields)
 
 
 def test_tables_without_meta_fields_get_their_keys_from_the_fields(hudi_tables: dict[str, Path]) -> None:
