@@ -22,6 +22,9 @@ inexact doubles (a float literal against a decimal or integer column, a decimal 
 float column; without a schema any column may be either) the bounds get a relative slack of
 2**-40, ``=``/``<>`` lose their exclusion side, and float ``is_in`` lists become ranges covering
 arrow's rounding of the list to the column's scale. Pass the schema for exact float leaves.
+
+This is why the translation is not ``adapters.translation.walker``'s: the walker pushes NOT down
+with SQL's exact negation, which IEEE comparisons, ``if_else`` and ``and_not`` do not follow.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Pruned DuckDB queries on TPC-H lineitem: execution vs DuckDB alone, planning vs delta-rs file skipping.
 
 What it measures, on TPC-H lineitem (``tpchgen-cli``, scale factor 1 by default: 6M rows) written as
-2,000 parquet files clustered by ``l_shipdate`` (``scripts.tpch.write_files``), indexed with footer
-statistics and a bloom filter on ``l_orderkey``; queries: TPC-H Q6, one month of ship dates, an
+2,000 parquet files clustered by ``l_shipdate`` (``index_store.datagen.tpch.write_files``), indexed
+with footer statistics and a bloom filter on ``l_orderkey``; queries: TPC-H Q6, one month of ship dates, an
 ``l_orderkey`` point lookup (the files are clustered by ship date, so only the bloom filter helps),
 "the last N days" (``current_date - INTERVAL``, folded once per query), ``year(l_shipdate) = 1995``
 (a monotonic function of the column), a star join of lineitem with the orders of one week and an
@@ -52,7 +52,7 @@ import pyarrow.parquet as pq
 from adapters.duckdb import execute, parse_predicate, plan, register
 from benchmarks.common import best, machine_line, matching_files
 from index_store import open_table
-from scripts.tpch import generate, write_files
+from index_store.datagen.tpch import generate, write_files
 
 # (name, query, Delta's file-pruning predicate or None, a predicate on lineitem alone that is TRUE
 # on every row the query needs: the check that no file holding one was skipped).

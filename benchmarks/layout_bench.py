@@ -35,13 +35,13 @@ from typing import Any
 
 import duckdb
 
-from adapters.clustering import ClusterResult
 from adapters.duckdb import execute, parse_predicate, register
 from adapters.duckdb.advise import advise
 from adapters.duckdb.cluster import cluster
 from benchmarks.common import machine_line, markdown_table
 from index_store import open_table
-from scripts.tpch import generate, write_files
+from index_store.clustering import ClusterResult
+from index_store.datagen.tpch import generate, write_files
 
 SHIP = "l_shipdate BETWEEN DATE '1995-03-01' AND DATE '1995-04-30'"  # about 2.4% of the dates
 PART = "l_partkey BETWEEN 100000 AND 104000"  # 2% of the part keys

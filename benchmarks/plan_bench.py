@@ -57,8 +57,8 @@ import index_store.table as table_module
 from adapters.duckdb import plan, register
 from benchmarks.common import machine_line, markdown_table, matching_files
 from index_store import IndexedTable, open_table
+from index_store.datagen.tpch import generate, write_files
 from index_store.timeline import IndexTimeline
-from scripts.tpch import generate, write_files
 
 TARGET_S = 0.002
 META = "plan_bench.json"  # written once the table is complete and indexed

@@ -96,10 +96,10 @@ from benchmarks.common import Timing, fmt_mb, fmt_ms, machine_line, markdown_tab
 from benchmarks.tag_bench import library_version, timed
 from hudi_expr import Expression, col
 from index_store import IndexedTable, open_table
+from index_store.datagen.tpch import generate, plain_schema
 from index_store.secondary.format import META_KEY, IndexFile
 from index_store.secondary.rowsets import decode_bitmap, encode_bitmap, is_dense
 from index_store.secondary.select import UseRules
-from scripts.tpch import generate, plain_schema
 
 BLOOM = ["l_partkey", "l_suppkey"]
 VALUE = ["l_partkey", "l_suppkey"]

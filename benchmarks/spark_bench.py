@@ -1,7 +1,7 @@
 """Pruned Spark reads of TPC-H lineitem: ``spark.read.parquet``, ``adapters.spark.read``, the data source.
 
 TPC-H lineitem (``tpchgen-cli``, scale factor 1 by default: 6M rows) written as 2,000 parquet files
-clustered by ``l_shipdate`` (``scripts.tpch.write_files``) and indexed (footer statistics); two
+clustered by ``l_shipdate`` (``index_store.datagen.tpch.write_files``) and indexed (footer statistics); two
 queries, one month of ship dates and TPC-H Q6, each run three ways on one local Spark session:
 
 (a) ``spark.read.parquet(dir).filter(cond)``: Spark alone (it lists and plans every file, then
@@ -33,7 +33,7 @@ from pyspark.sql import DataFrame, SparkSession
 from adapters.spark import local_session, read, register_datasource
 from benchmarks.common import best, machine
 from index_store import IndexedTable, open_table
-from scripts.tpch import generate, write_files
+from index_store.datagen.tpch import generate, write_files
 
 QUERIES = [
     ("March 1995", "l_shipdate BETWEEN DATE '1995-03-01' AND DATE '1995-03-31'"),

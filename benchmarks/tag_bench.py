@@ -1,7 +1,7 @@
 """Tagging upsert keys with their data files (RFC-37): range+bloom and the record index vs a DuckDB join.
 
 What it measures, on TPC-H lineitem (``tpchgen-cli``, scale factor 1 by default: 6M rows) written as
-2,000 parquet files (``scripts.tpch.write_files``) with a unique record key, in three layouts:
+2,000 parquet files (``index_store.datagen.tpch.write_files``) with a unique record key, in three layouts:
 
 - ``clustered``: rows sorted by ``l_orderkey``, the key the composite (``l_orderkey``,
   ``l_linenumber``) encoded as Hudi's ComplexKeyGenerator does (``l_orderkey:12,l_linenumber:3``).
@@ -77,9 +77,9 @@ import pyarrow.parquet as pq
 
 from benchmarks.common import Timing, fmt_mb, fmt_ms, machine_line, markdown_table, met
 from index_store import IndexedTable, open_table
+from index_store.datagen.tpch import generate, write_files
 from index_store.partitions import record_index
 from index_store.tagging import TagStats, tag_stats
-from scripts.tpch import generate, write_files
 
 COMPOSITE = ("l_orderkey", "l_linenumber")
 PAD = 10  # digits of the zero-padded order key in l_key

@@ -1,8 +1,9 @@
 """A 10,000-term ``col = v1 OR col = v2 ...`` through ``adapters.duckdb.sql`` against DuckDB alone.
 
-What it measures, on TPC-H lineitem (``tpchgen-cli``, scale factor 0.1 by default: 600k rows) written
-as 200 parquet files clustered by ``l_orderkey`` (``scripts.tpch.write_files``), indexed with footer
-statistics and a bloom filter on ``l_orderkey``, for three WHERE clauses of ``--terms`` distinct keys:
+What it measures, on TPC-H lineitem (``tpchgen-cli``, scale factor 0.1 by default: 600k rows)
+written as 200 parquet files clustered by ``l_orderkey`` (``index_store.datagen.tpch.write_files``),
+indexed with footer statistics and a bloom filter on ``l_orderkey``, for three WHERE clauses of
+``--terms`` distinct keys:
 
 - ``OR, 10% of keys``: ``l_orderkey = k1 OR l_orderkey = k2 ...`` with keys drawn from the orders of
   one tenth of the files (a contiguous key range): pruning keeps about that tenth;
@@ -50,7 +51,7 @@ import pyarrow.parquet as pq
 from adapters.duckdb import parse_predicate, plan, register, sql
 from benchmarks.common import best, machine_line, matching_files
 from index_store import open_table
-from scripts.tpch import generate, write_files
+from index_store.datagen.tpch import generate, write_files
 
 SELECT = "count(*), sum(l_quantity), sum(l_extendedprice)"
 

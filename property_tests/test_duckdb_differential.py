@@ -1,7 +1,7 @@
 """``adapters.duckdb.sql`` against plain DuckDB reading every file: the same rows, names and types.
 
-The data is TPC-H ``lineitem`` (and ``orders``) from ``scripts.tpch``, with a few percent NULLs put
-into some lineitem columns (TPC-H has none, and ``IS NULL``, ``NOT IN (.., NULL)`` and the NULL
+The data is TPC-H ``lineitem`` (and ``orders``) from ``index_store.datagen.tpch``, with a few percent
+NULLs put into some lineitem columns (TPC-H has none, and ``IS NULL``, ``NOT IN (.., NULL)`` and the NULL
 partition of a hive layout would otherwise test nothing). It is written as about 100 files in four
 layouts: clustered by ``l_shipdate``, shuffled, and each of those hive-partitioned (clustered by
 ``l_shipmode``, a string with NULLs, shuffled by ``l_linenumber``, an integer). Each layout is
@@ -44,7 +44,7 @@ from hypothesis import strategies as st
 
 from adapters.duckdb import plan, register
 from index_store import open_table
-from scripts.tpch import generate, plain_schema, write_files
+from index_store.datagen.tpch import generate, plain_schema, write_files
 
 SCALE = 0.01  # 60,175 lineitem rows, 15,000 orders
 MINMAX_KEYS = 40  # lineitem_mm's dynamic_keys

@@ -28,8 +28,8 @@ import pyarrow.parquet as pq
 
 from adapters.duckdb import execute, parse_predicate, plan, register, sql
 from index_store import IndexedTable, UseRules, open_table
+from index_store.datagen.tpch import generate, write_files
 from index_store.tagging import tag_stats
-from scripts.tpch import generate, write_files
 
 DEFAULT_DIR = Path("/tmp/hudi-index-demo")
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from scripts.tpch import generate, write_files
+from index_store.datagen.tpch import generate, write_files
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 KINDS = {"python", "bash", "text"}

@@ -1,4 +1,4 @@
-"""``scripts.tpch``: TPC-H generation and the file layouts the demo and the benchmarks rely on."""
+"""``index_store.datagen.tpch``: TPC-H generation and the file layouts the demo and the benchmarks rely on."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from scripts.tpch import generate, write_files
+from index_store.datagen.tpch import generate, write_files
 
 SCALE = 0.01
 FILES = 20

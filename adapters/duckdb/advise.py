@@ -24,11 +24,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from adapters.clustering import STRATEGIES, Strategy
 from adapters.duckdb.parse import parse_predicate
 from adapters.duckdb.query import plan, register
 from hudi_expr import AlwaysTrue, ColumnStats, Expression, FileStats, might_match
 from index_store import IndexedTable, open_table
+from index_store.clustering import STRATEGIES, Strategy
 from index_store.curves import curve_keys
 
 __all__ = ["Advice", "Candidate", "QueryReads", "advise"]

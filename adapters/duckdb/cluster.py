@@ -1,4 +1,4 @@
-"""Re-clustering on DuckDB (``adapters.clustering`` checks, stages, indexes and reports): the rows
+"""Re-clustering on DuckDB (``index_store.clustering`` checks, stages, indexes and reports): the rows
 of the source sorted by the columns, or by the z-order or Hilbert key of their ranks
 (``index_store.curves``), streamed into files in that order."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from adapters.clustering import ClusterJob, ClusterResult, run_cluster, write_in_order
+from index_store.clustering import ClusterJob, ClusterResult, run_cluster, write_in_order
 from index_store.curves import curve_keys
 
 __all__ = ["cluster"]
@@ -33,7 +33,7 @@ def cluster(
     """Write a copy of the plain parquet table ``source`` re-clustered by ``by`` into ``out`` (a
     new or empty folder) with DuckDB, index it, and report the layout of ``by`` before and after.
     Files of about ``target_file_mb``; None: as many as the source's, at least cores x 4 of 1 MiB
-    or more (``adapters.clustering.default_file_count``)."""
+    or more (``index_store.clustering.default_file_count``)."""
     return run_cluster(_write, source, out, by, strategy, target_file_mb)
 
 

@@ -1,16 +1,16 @@
 """SQL predicate text -> ``hudi_expr`` expression, through DuckDB's own parser.
 
 The predicate is parsed as ``SELECT * FROM t WHERE <sql>`` with ``json_serialize_sql``, and the
-WHERE node of the JSON syntax tree is translated by ``adapters.walker`` through this module's node
+WHERE node of the JSON syntax tree is translated by ``adapters.translation.walker`` through this module's node
 accessors (``Walker``). Only the JSON format of DuckDB major version ``DUCKDB_MAJOR`` is understood;
 another major version refuses to import rather than guess.
 
-Soundness is the walker's (see ``adapters.walker``): a subtree that cannot be translated (a function
-of a column, arithmetic, a subquery, a suffix LIKE, a column compared with a column, ...) becomes
-TRUE ("may match") and its SQL text is reported in ``Translation.not_used``; NOT is pushed down
-exactly, so an untranslatable subtree under NOT is TRUE as well (never FALSE); a comparison with a
-NULL constant is FALSE in both polarities. DuckDB's LIKE has no escape character unless ESCAPE is
-given (that form is not translated).
+Soundness is the walker's (see ``adapters.translation.walker``): a subtree that cannot be translated
+(a function of a column, arithmetic, a subquery, a suffix LIKE, a column compared with a column,
+...) becomes TRUE ("may match") and its SQL text is reported in ``Translation.not_used``; NOT is
+pushed down exactly, so an untranslatable subtree under NOT is TRUE as well (never FALSE); a
+comparison with a NULL constant is FALSE in both polarities. DuckDB's LIKE has no escape character
+unless ESCAPE is given (that form is not translated).
 
 Literals are evaluated by DuckDB itself (one query for all of them), so ``DATE '...'``,
 ``TIMESTAMPTZ '...+02'``, ``'NaN'::DOUBLE`` and ``CAST(1.55 AS DECIMAL(3,1))`` mean exactly what
@@ -41,9 +41,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from adapters import walker
 from adapters.duckdb.serialized import Class, Key, LiteralKind, Type, no_table, parse_result, select_node
-from adapters.translation import Translation
+from adapters.translation import Translation, walker
 from hudi_expr import (
     AmbiguousColumnError,
     BindError,
@@ -343,7 +342,7 @@ Node = dict[str, Any]
 class Walker:
     """Translates WHERE trees of one query; collects the text of the parts that were not used.
 
-    DuckDB's node accessors for ``adapters.walker`` (which does the translating), and the
+    DuckDB's node accessors for ``adapters.translation.walker`` (which does the translating), and the
     evaluation of the constants in those trees. ``resolve`` maps the name parts of a column
     reference to a column path (None: not a column of the table). Text before byte ``start`` of
     ``query`` is not the user's (a wrapping prefix). Constants are evaluated in session time zone
@@ -434,7 +433,7 @@ class Walker:
         return walker.translate(self, node, negated, self.not_used)
 
     def shape(self, node: Node) -> walker.Shape[Node] | None:
-        """The form of a JSON syntax tree node, for ``adapters.walker``."""
+        """The form of a JSON syntax tree node, for ``adapters.translation.walker``."""
         if id(node) in self.constants:  # ``NOT TRUE``, ``1 = 1``: evaluated whole
             return walker.Constant(node)
         kind = node.get(Key.TYPE)

@@ -12,7 +12,6 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from adapters import walker as walker_module
 from adapters.duckdb.dynamic import (
     Derived,
     Refusal,
@@ -32,6 +31,7 @@ from adapters.duckdb.rows import ROW_COLUMN, Reads, RowRead, first_row, plan_rea
 from adapters.duckdb.scope import TableRef, column_refs, walk_dicts
 from adapters.duckdb.serialized import Class, Key, column_names
 from adapters.duckdb.splice import quote_name
+from adapters.translation import walker as walker_module
 from hudi_expr import (
     AlwaysTrue,
     And,

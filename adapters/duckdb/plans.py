@@ -11,11 +11,11 @@ import duckdb
 
 from adapters.duckdb.registration import open_registered
 from adapters.duckdb.rows import Reads
-from adapters.statements import IndexStatement, run_statement
 from index_store import (
     PruneResult,
     RowSelection,
 )
+from index_store.secondary.statements import IndexStatement, run_statement
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,6 @@ from adapters.duckdb.splice import (
     splice,
     uniform_glob,
 )
-from adapters.statements import CreateIndex, StatementError, parse_statement
 from hudi_expr import (
     And,
     ColumnStats,
@@ -100,6 +99,7 @@ from index_store import (
     IndexedTable,
     IndexStoreError,
 )
+from index_store.secondary.statements import CreateIndex, StatementError, parse_statement
 
 __all__ = [
     "IndexUnusedWarning",
@@ -140,7 +140,7 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
     reference the index cannot narrow (every file kept, or only hive partitions DuckDB prunes
     itself) reads the registered view, as DuckDB alone would.
     An index statement (``CREATE INDEX``, ``DROP INDEX``, ``SHOW INDEXES``, ``REFRESH INDEX``, see
-    ``adapters.statements``) on a registered table is planned to run on it.
+    ``index_store.secondary.statements``) on a registered table is planned to run on it.
     """
     return _plan(con, query, params, dynamic=True)
 

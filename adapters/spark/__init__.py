@@ -1,7 +1,7 @@
 """Spark adapter: Catalyst and data-source filters as ``hudi_expr``, pruned reads, index builds
 (statistics and secondary indexes), record key tagging for upserts."""
 
-from adapters.spark.build import SparkBuildError, build_index
+from adapters.spark.build import build_index
 from adapters.spark.catalyst import (
     FileScan,
     Translation,
@@ -12,6 +12,7 @@ from adapters.spark.catalyst import (
 )
 from adapters.spark.datasource import SOURCE_NAME, HudiIndexDataSource
 from adapters.spark.datasource import register as register_datasource
+from adapters.spark.jobs import SparkBuildError
 from adapters.spark.read import ReadPlan, prune, prune_plan, read, read_plan, usable_expression
 from adapters.spark.secondary import (
     SecondarySkip,

@@ -23,18 +23,18 @@ local build raises, before anything is written: a failed build leaves the index 
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Literal, TypeVar
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
-from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from adapters.spark.jobs import default_group_size, run_job
+from adapters.spark.secondary import compute_index_files_on_spark
 from hudi_expr.footer import unify_schemas
 from index_store import IndexedTable, open_table
 from index_store.builder import (
@@ -51,17 +51,7 @@ from index_store.partitions.base import FileKeys
 from index_store.record_key import RecordKeySpec
 from index_store.tables.base import DataFile
 
-__all__ = ["SparkBuildError", "build_index", "compute_keys_on_spark"]
-
-MAX_FILES_PER_TASK = 1024
-TASKS_PER_CORE = 4
-
-R = TypeVar("R")
-G = TypeVar("G")
-
-
-class SparkBuildError(IndexStoreError):
-    """A Spark task of an index build failed for a reason other than the table's data."""
+__all__ = ["build_index", "compute_keys_on_spark"]
 
 
 def build_index(
@@ -81,11 +71,9 @@ def build_index(
     Same arguments and same index as ``IndexedTable.build`` (``record_key``, ``record_index`` and
     ``key_fpp`` too: the files' keys are computed on the executors as well, and so are the
     secondary index files); an argument left as None keeps the index's configuration. ``files_per_task``
-    defaults to about four tasks per core of the cluster (at most ``MAX_FILES_PER_TASK`` files
+    defaults to about four tasks per core of the cluster (at most ``jobs.MAX_FILES_PER_TASK`` files
     each). Executors must see the table at the same path as the driver (a shared file system).
     """
-    from adapters.spark.secondary import compute_index_files_on_spark  # it imports this module
-
     if files_per_task is not None and files_per_task < 1:
         raise ValueError(f"files_per_task must be at least 1, not {files_per_task}")
     indexed = table if isinstance(table, IndexedTable) else open_table(table, index_path)
@@ -116,10 +104,10 @@ def compute_keys_on_spark(
     same ``FileKeys``, files in the same order, filters equal bit for bit."""
     if not files:
         return compute_file_keys(root, files, spec, fpp, with_keys, progress=False)
-    size = files_per_task or _default_group_size(spark, len(files))
+    size = files_per_task or default_group_size(spark, len(files))
     groups = [list(files[i : i + size]) for i in range(0, len(files), size)]
     task = _KeysTask(root, spec, fpp, with_keys)
-    results = _run(spark, task, groups, f"hudi-index build: record keys of {len(files)} files")
+    results = run_job(spark, task, groups, f"hudi-index build: record keys of {len(files)} files")
     for r in results:
         if r.error is not None:
             raise r.error
@@ -162,54 +150,20 @@ def _compute_on_spark(
     """``compute_stats`` on Spark (the ``compute`` hook of ``IndexedTable.build``)."""
     if not files:
         return compute_stats(root, files, partition_schema, bloom_columns=bloom_columns, fpp=fpp)
-    size = files_per_task or _default_group_size(spark, len(files))
+    size = files_per_task or default_group_size(spark, len(files))
     groups = [list(files[i : i + size]) for i in range(0, len(files), size)]
     task = _Task(root, partition_schema, tuple(bloom_columns), fpp)
-    results = _run(spark, task, groups, f"hudi-index build: stats of {len(files)} files")
+    results = run_job(spark, task, groups, f"hudi-index build: stats of {len(files)} files")
     _raise_first(r.footer_error for r in results)  # as locally: no footer, nothing else matters
     table_schema = unify_schemas([s for r in results for s in r.file_schemas()])
     stale = [i for i, r in enumerate(results) if not _same_data_schema(r, table_schema, partition_schema)]
     if stale:
         task = _Task(root, partition_schema, tuple(bloom_columns), fpp, table_schema)
-        again = _run(spark, task, [groups[i] for i in stale], "hudi-index build: stats of evolved files")
+        again = run_job(spark, task, [groups[i] for i in stale], "hudi-index build: stats of evolved files")
         for i, r in zip(stale, again, strict=True):
             results[i] = r
     _raise_first(r.error for r in results)
     return merge_built([r.built for r in results if r.built is not None])
-
-
-def _default_group_size(spark: SparkSession, n: int) -> int:
-    """About ``TASKS_PER_CORE`` tasks per core: small enough to balance, large enough to amortize."""
-    cores = max(1, _context(spark).defaultParallelism)
-    return max(1, min(MAX_FILES_PER_TASK, math.ceil(n / (cores * TASKS_PER_CORE))))
-
-
-def _run(
-    spark: SparkSession,
-    task: Callable[[Iterable[tuple[int, G]]], Iterator[tuple[int, R]]],
-    groups: Sequence[G],
-    what: str,
-) -> list[R]:
-    """One Spark job, one task per group; the groups' results in group order."""
-    sc = _context(spark)
-    previous = sc.getLocalProperty("spark.job.description")
-    sc.setJobDescription(what)
-    try:
-        rdd = sc.parallelize(list(enumerate(groups)), len(groups))
-        collected = rdd.mapPartitions(task).collect()
-    except Exception as exc:
-        raise SparkBuildError(f"{what} failed on Spark: {_last_line(exc)}") from exc
-    finally:
-        sc.setLocalProperty("spark.job.description", previous)  # type: ignore[arg-type]  # None unsets it
-    by_group = dict(collected)
-    return [by_group[i] for i in range(len(groups))]
-
-
-def _context(spark: SparkSession) -> SparkContext:
-    try:
-        return spark.sparkContext
-    except Exception as exc:  # Spark Connect sessions have no SparkContext
-        raise SparkBuildError(f"a distributed index build needs a classic Spark session: {exc}") from exc
 
 
 def _same_data_schema(result: _GroupResult, table_schema: pa.Schema, partition_schema: pa.Schema) -> bool:
@@ -228,13 +182,6 @@ def _raise_first(errors: Iterable[TableFormatError | None]) -> None:
     for error in errors:
         if error is not None:
             raise TableFormatError(str(error))
-
-
-def _last_line(exc: BaseException) -> str:
-    """The Python error at the bottom of a Spark failure (its message is a whole traceback)."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    errors = [line for line in lines if "Error: " in line or "Exception: " in line]
-    return (errors or lines or [type(exc).__name__])[-1]
 
 
 # --------------------------------------------------------------------------------- executors

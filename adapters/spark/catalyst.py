@@ -3,14 +3,14 @@
 A Column is resolved and optimized by Spark itself (against an empty DataFrame of the table's
 schema), a DataFrame's filters are read from its optimized plan, so Spark has already folded
 constants, parsed SQL text literals in the session time zone and unwrapped casts it could; the
-result is translated by ``adapters.walker`` through this module's node accessors (``_Nodes``).
+result is translated by ``adapters.translation.walker`` through this module's node accessors (``_Nodes``).
 
-Soundness is the walker's (see ``adapters.walker``): a subtree that cannot be translated (a function
-of a column, arithmetic, a UDF, a column compared with a column, a non-binary string collation, ...)
-becomes TRUE and its SQL text is reported in ``Translation.not_used``; NOT is pushed down exactly,
-so an untranslatable subtree under NOT is TRUE too; a comparison with a NULL literal is FALSE in
-both polarities. A float column widened to double is marked ``float_as_double``, and the walker
-places double literals between floats as Spark compares them.
+Soundness is the walker's (see ``adapters.translation.walker``): a subtree that cannot be translated
+(a function of a column, arithmetic, a UDF, a column compared with a column, a non-binary string
+collation, ...) becomes TRUE and its SQL text is reported in ``Translation.not_used``; NOT is pushed
+down exactly, so an untranslatable subtree under NOT is TRUE too; a comparison with a NULL literal
+is FALSE in both polarities. A float column widened to double is marked ``float_as_double``, and the
+walker places double literals between floats as Spark compares them.
 
 Spark's float semantics are the ones ``hudi_expr`` assumes (NaN = NaN, NaN above +inf, -0.0 = 0.0),
 so ``d > 5`` keeps files that may hold NaN without rewriting here. Timestamp literals are UTC
@@ -30,8 +30,7 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from adapters import walker
-from adapters.translation import Translation
+from adapters.translation import Translation, walker
 from hudi_expr import (
     AlwaysFalse,
     AlwaysTrue,
@@ -209,7 +208,7 @@ class _SetValue:
 
 
 class _Nodes:
-    """Catalyst's node accessors for ``adapters.walker``; ``attribute_ids`` limits the usable
+    """Catalyst's node accessors for ``adapters.translation.walker``; ``attribute_ids`` limits the usable
     columns to those attributes (exprIds of the scanned relation), None allows every attribute."""
 
     def __init__(
@@ -221,7 +220,7 @@ class _Nodes:
         self.names = names or {}
 
     def shape(self, node: JavaObject) -> walker.Shape[JavaObject] | None:
-        """The form of a Catalyst expression, for ``adapters.walker``."""
+        """The form of a Catalyst expression, for ``adapters.translation.walker``."""
         kind = class_name(node)
         if kind == "And":
             return walker.Conjunction((node.left(), node.right()))

@@ -1,4 +1,4 @@
-"""Re-clustering on Spark, for tables larger than one machine (``adapters.clustering`` checks,
+"""Re-clustering on Spark, for tables larger than one machine (``index_store.clustering`` checks,
 stages, indexes and reports): the rows sorted by the columns, or by the z-order or Hilbert key of
 their ranks, and written as files of ``per_file`` rows in that order, by the executors.
 
@@ -27,7 +27,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
 
-from adapters.clustering import ClusterJob, ClusterResult, run_cluster
+from index_store.clustering import ClusterJob, ClusterResult, run_cluster
 from index_store.curves import column_ranks, grid_bits, hilbert_keys, zorder_keys
 
 __all__ = ["cluster"]
@@ -51,7 +51,7 @@ def cluster(
     """Write a copy of the plain parquet table ``source`` re-clustered by ``by`` into ``out`` (a
     new or empty folder) with Spark (the active session, else a local one), index it, and report
     the layout of ``by`` before and after. Files of about ``target_file_mb``; None: as many as the
-    source's, at least cores x 4 of 1 MiB or more (``adapters.clustering.default_file_count``)."""
+    source's, at least cores x 4 of 1 MiB or more (``index_store.clustering.default_file_count``)."""
     session = spark or SparkSession.getActiveSession()
     if session is None:
         from adapters.spark.session import local_session

@@ -19,7 +19,7 @@ from typing import Literal
 
 from pyspark.sql import SparkSession
 
-from adapters.spark.build import _run
+from adapters.spark.jobs import run_job
 from hudi_expr import And, Expression, Or, Predicate
 from index_store import IndexedTable, open_table
 from index_store.errors import IndexCorruptError, IndexStaleError, TableFormatError
@@ -73,7 +73,7 @@ def compute_index_files_on_spark(
     ``compute`` hook of ``IndexedTable.build_index``)."""
     if not tasks:
         return []
-    results = _run(
+    results = run_job(
         spark,
         _IndexFileTask(root),
         list(tasks),

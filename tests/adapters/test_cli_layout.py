@@ -18,10 +18,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from adapters.clustering import ClusterError
 from adapters.duckdb.cluster import cluster
 from hudi_expr import col
 from index_store import open_table
+from index_store.clustering import ClusterError
 from tests.adapters.cli_run import run
 
 ROWS = 6_000

@@ -16,7 +16,7 @@ import pytest
 from cli_run import run
 
 import adapters.cli as cli
-import adapters.cli_keys as cli_keys
+import adapters.cli.keys as cli_keys
 from index_store import open_table
 from index_store.tagging import tag_stats
 

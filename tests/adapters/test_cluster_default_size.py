@@ -11,9 +11,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from adapters.clustering import available_cores, default_file_count
 from adapters.duckdb.cluster import cluster
 from index_store import open_table
+from index_store.clustering import available_cores, default_file_count
 from tests.adapters.cli_run import run
 
 MIB = 1024 * 1024

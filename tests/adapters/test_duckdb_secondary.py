@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 
 from adapters.duckdb import QueryPlan, TablePlan, execute, plan, register, register_macros, sql
 from adapters.duckdb.rows import BLOCK, GROUP_ROWS, MAX_POSITIONS, ROW_COLUMN, RowRead, plan_reads
-from adapters.statements import StatementError
 from index_store import IndexedTable, RowSelection, open_table
 from index_store.secondary import FileRows, IndexUse
+from index_store.secondary.statements import StatementError
 
 Connections = tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection]
 FILES = 6

@@ -14,11 +14,11 @@ import pyarrow.compute
 import pyarrow.parquet as pq
 import pytest
 
-from adapters.clustering import ClusterError
 from adapters.duckdb.cluster import cluster as duckdb_cluster
 from adapters.spark.cluster import cluster as spark_cluster
 from hudi_expr import col
 from index_store import open_table
+from index_store.clustering import ClusterError
 
 ROWS = 3_000
 FILES = 12

@@ -1,4 +1,5 @@
-"""``adapters.walker``: a toy third engine gets the full translation by writing only its accessors.
+"""``adapters.translation.walker``: a toy third engine gets the full translation by writing only its
+accessors.
 
 The toy engine's filters are nested Python tuples (``("<", ("col", "a"), ("lit", 5))``); its node
 accessors (``TupleNodes``) are the only engine code here. Its trees are also rendered as SQL and run
@@ -20,9 +21,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from adapters import walker
 from adapters.duckdb import register_macros
-from adapters.walker import (
+from adapters.translation import walker
+from adapters.translation.walker import (
     NULL,
     Between,
     BooleanColumn,
@@ -480,7 +481,10 @@ def test_the_walker_negation_tables_are_hudi_exprs() -> None:
 
 
 def test_the_walker_imports_no_engine() -> None:
-    check = "import sys, adapters.walker; print(sorted({'duckdb', 'pyspark', 'py4j'} & set(sys.modules)))"
+    check = (
+        "import sys, adapters.translation.walker; "
+        "print(sorted({'duckdb', 'pyspark', 'py4j'} & set(sys.modules)))"
+    )
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 

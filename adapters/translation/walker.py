@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
-from adapters import widening
+from adapters.translation import widening
 from hudi_expr import (
     AlwaysFalse,
     AlwaysTrue,

@@ -13,8 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from adapters.cli_support import add_table_arguments, column_list, open_from_args, print_json, require_built
-from adapters.clustering import STRATEGIES
+from adapters.cli.support import add_table_arguments, column_list, open_from_args, print_json, require_built
+from index_store.clustering import STRATEGIES
 
 __all__ = ["add_layout_commands"]
 
@@ -95,7 +95,7 @@ def add_layout_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def cmd_layout(args: argparse.Namespace) -> int:
-    from adapters.cli import parse_where, read_argument
+    from adapters.cli.support import parse_where, read_argument
 
     table = require_built(open_from_args(args))
     report = table.layout(args.columns)

@@ -21,8 +21,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from adapters.cli_index import add_index_commands
-from adapters.cli_keys import (
+from adapters.cli.index import add_index_commands
+from adapters.cli.keys import (
     CHECK_SHOWN,
     TAG_SHOWN,
     cmd_check,
@@ -32,16 +32,19 @@ from adapters.cli_keys import (
     key_summary,
     key_text,
 )
-from adapters.cli_layout import add_layout_commands
-from adapters.cli_support import (
+from adapters.cli.layout import add_layout_commands
+from adapters.cli.support import (
     add_table_arguments,
     column_list,
+    duckdb_adapter,
     files_text,
     open_from_args,
+    parse_where,
     print_json,
+    read_argument,
     require_built,
 )
-from hudi_expr import AlwaysTrue, HudiExprError, Reference, Translation, from_json
+from hudi_expr import AlwaysTrue, HudiExprError, Reference, Translation
 from hudi_expr.bloom import BloomFilterFormatError
 from hudi_expr.printer import format_literal, quote_column
 from hudi_expr.stats import ColumnStats, leaf_columns
@@ -52,7 +55,7 @@ from index_store import (
     open_table,
 )
 
-__all__ = ["build_parser", "main", "parse_where", "read_argument"]
+__all__ = ["build_parser", "main"]
 
 EPILOG = """\
 examples:
@@ -82,34 +85,6 @@ Exit status: 0 on success, 2 when the command line is at fault (bad path, predic
 # ------------------------------------------------------------------------------------ predicates
 
 
-def read_argument(text: str, option: str = "--where", noun: str = "predicate") -> str:
-    """The text an argument names: ``-`` reads it from stdin and ``@FILE`` from a file (a long IN
-    list or OR exceeds the shell's argument limit); anything else is the text itself."""
-    if text == "-":
-        read = sys.stdin.read()
-    elif text.startswith("@"):
-        try:
-            read = Path(text[1:]).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(f"{option} {text}: cannot read {text[1:]}: {exc.strerror or exc}") from None
-    else:
-        read = text
-    if not read.strip():
-        raise ValueError(f"{option} {text}: the {noun} is empty")
-    return read
-
-
-def parse_where(text: str, schema: Any = None) -> Translation:
-    """A predicate given on the command line, with the parts of it pruning cannot use: SQL
-    (through the DuckDB adapter, when installed; with the table's ``schema``, column names ignore
-    case as in DuckDB) or the JSON form of ``hudi_expr.to_json``."""
-    stripped = text.strip()
-    if stripped.startswith(("{", "[")) or stripped in ("true", "false"):
-        return Translation(from_json(stripped), ())
-    translation: Translation = _duckdb("SQL predicates").translate_sql(stripped, schema=schema)
-    return translation
-
-
 def _where(args: argparse.Namespace, table: IndexedTable | None = None) -> Translation:
     """``--where`` parsed (against ``table``'s columns when given); TRUE when it was not given."""
     if args.where is None:
@@ -121,18 +96,6 @@ def _where(args: argparse.Namespace, table: IndexedTable | None = None) -> Trans
         except IndexStoreError:
             schema = None  # the prune reports the unreadable index
     return parse_where(read_argument(args.where), schema)
-
-
-def _duckdb(what: str) -> Any:
-    """The DuckDB adapter, imported on first use: the other commands work without DuckDB."""
-    try:
-        import adapters.duckdb
-    except ImportError:
-        raise ValueError(
-            f"{what} need DuckDB (pip install 'hudi-index[duckdb]'); a --where predicate may be given in "
-            'the JSON form instead, e.g. \'{"op": "gt", "column": "a", "value": 5}\''
-        ) from None
-    return adapters.duckdb
 
 
 # ------------------------------------------------------------------------------------- output
@@ -295,7 +258,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
     DuckDB cannot make a view of a table without data files, so such a table answers no rows.
     """
-    duck = _duckdb("SQL queries")
+    duck = duckdb_adapter("SQL queries")
     import duckdb
 
     tables = _query_tables(args)
@@ -765,7 +728,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _expected_errors() as exc:
         print(f"hudi-index {args.command}: error: {_message(exc)}", file=sys.stderr)
         return _exit_code(exc)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

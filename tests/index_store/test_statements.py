@@ -1,5 +1,5 @@
-"""The index statements of ``adapters.statements``: parsing (each statement, quoting, case, errors)
-and running them on a real parquet table."""
+"""The index statements of ``index_store.secondary.statements``: parsing (each statement,
+quoting, case, errors) and running them on a real parquet table."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import pyarrow as pa
 import pytest
 from secondary_table import write_file, write_table
 
-from adapters.statements import (
+from hudi_expr import col
+from index_store import IndexDefinitionError, IndexedTable, IndexNotBuiltError, open_table
+from index_store.secondary.statements import (
     CREATE_RESULT,
     DROP_RESULT,
     REFRESH_RESULT,
@@ -23,8 +25,6 @@ from adapters.statements import (
     parse_statement,
     run_statement,
 )
-from hudi_expr import col
-from index_store import IndexDefinitionError, IndexedTable, IndexNotBuiltError, open_table
 
 # ------------------------------------------------------------------------------------- parsing
 

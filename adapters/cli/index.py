@@ -1,5 +1,6 @@
 """The ``hudi-index`` commands about secondary indexes (Hudi RFC-51): ``index create|build|drop|list``
-and ``sql``, which runs the index statements of ``adapters.statements`` on a table named by path."""
+and ``sql``, which runs the index statements of ``index_store.secondary.statements`` on a table
+named by path."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from adapters.cli_support import (
+from adapters.cli.support import (
     add_table_arguments,
     column_list,
     files_text,
@@ -20,7 +21,9 @@ from adapters.cli_support import (
     print_json,
     require_built,
 )
-from adapters.statements import (
+from index_store import IndexedTable, IndexStatus, open_table
+from index_store.secondary.kinds import kinds
+from index_store.secondary.statements import (
     SYNTAX,
     CreateIndex,
     DropIndex,
@@ -30,8 +33,6 @@ from adapters.statements import (
     parse_statement,
     run_statement,
 )
-from index_store import IndexedTable, IndexStatus, open_table
-from index_store.secondary.kinds import kinds
 
 __all__ = [
     "add_index_commands",
@@ -163,7 +164,7 @@ def cmd_index_list(args: argparse.Namespace) -> int:
 
 def cmd_sql(args: argparse.Namespace) -> int:
     """Run one index statement; its table is a path (relative ones under ``--table-root``)."""
-    from adapters.cli import read_argument  # cli imports this module
+    from adapters.cli.support import read_argument
 
     text = read_argument(args.statement, "statement", "statement")
     statement = parse_statement(text)

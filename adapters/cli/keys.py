@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from adapters.cli_support import count_text, files_text, open_from_args, print_json, require_built
+from adapters.cli.support import count_text, files_text, open_from_args, print_json, require_built
 from index_store import IndexConfig, IndexCorruptError, IndexedTable, IndexStaleError, Snapshot
 from index_store.partitions import read_files
 from index_store.partitions.base import open_index_file
