@@ -43,7 +43,11 @@ from index_store.hudi_bloom import (
 )
 
 HUDI_M, HUDI_K, HUDI_NR = 2_587_966, 30, 60_000  # measured on every footer of the shared tables
-NO_FILTER_TABLES = {"v6_simplekeygen_hivestyle_no_metafields", "v8_simplekeygen_hivestyle_no_metafields"}
+NO_FILTER_TABLES = {
+    "v6_simplekeygen_hivestyle_no_metafields",
+    "v8_simplekeygen_hivestyle_no_metafields",
+    "mor_parquet_v6_simplekeygen_hivestyle_no_metafields",
+}
 
 
 # --- a scalar reference, written from the Java semantics --------------------------------------
