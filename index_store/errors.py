@@ -108,3 +108,24 @@ class DuplicateKeyError(IndexStoreError):
 class IndexDefinitionError(IndexStoreError, ValueError):
     """A secondary index definition that cannot be made or used: a column that does not exist or
     of a type the index type cannot index, a name taken or unknown."""
+
+
+class LogFormatError(TableFormatError):
+    """A Hudi log file (``.<fileId>_<instant>.log.<version>_<token>``) or one of its blocks that
+    cannot be read: a block whose content does not decode, a data or delete block without its
+    ``INSTANT_TIME``, ordering values of types that do not mix. Truncated and corrupt blocks are
+    not errors: the reader reports them as corrupt blocks and skips them, as Hudi does."""
+
+    def __init__(self, path: str, offset: int | None, reason: str) -> None:
+        where = path or "(bytes not read from a file)"
+        at = "" if offset is None else f", block at byte {offset}"
+        super().__init__(f"Hudi log file {where}{at}: {reason}")
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+
+
+class UnsupportedLogBlockError(LogFormatError):
+    """A log block that counts for a read but is of a kind this library does not decode (yet):
+    HFile data blocks (Hudi's metadata table), CDC blocks, delete blocks of versions 1 and 2
+    (Java-serialized keys), a block type or command unknown here."""
