@@ -1,5 +1,5 @@
-"""Table readers: what data files a table has right now, by format (plain parquet directory, Hudi
-COW), each format found through ``FORMATS`` (``tables.registry``)."""
+"""Table readers: what data files a table has right now, by format (plain parquet directory, Hudi),
+each format found through ``FORMATS`` (``tables.registry``)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from index_store.tables.base import (
     TableReader,
     TableReaderBase,
 )
-from index_store.tables.hudi import HUDI_FORMAT, HudiCowTable
+from index_store.tables.hudi import HUDI_FORMAT, HudiCowTable, HudiTable
 from index_store.tables.plain import PLAIN_FORMAT, PlainParquetTable, require_directory
 from index_store.tables.refused import DELTA_FORMAT, ICEBERG_FORMAT
 from index_store.tables.registry import FormatRegistry, OpenOptions, TableFormat
@@ -31,6 +31,7 @@ __all__ = [
     "FileSlice",
     "FormatRegistry",
     "HudiCowTable",
+    "HudiTable",
     "Listing",
     "NotATableError",
     "OpenOptions",

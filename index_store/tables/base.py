@@ -70,11 +70,23 @@ class Listing:
 
 @dataclass(frozen=True)
 class FileSlice:
-    """One file group's live version: its base file and the log files written on top of it, oldest
-    first. Copy-on-write tables and plain directories have no log files; merge-on-read ones will."""
+    """One file group's live version: its base file and the log files to merge onto it, in the order
+    they are merged. Copy-on-write tables and plain directories have no log files; a merge-on-read
+    file group may have log files only (no base file yet)."""
 
-    base: DataFile
+    file_id: str  # the file group (Hudi's file id; a format without file groups: the file's path)
+    partition: str  # partition path relative to the root ('' when not partitioned)
+    base: DataFile | None
     logs: tuple[DataFile, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.base is None and not self.logs:
+            raise ValueError(f"file slice {self.file_id!r} has no base file and no log files")
+
+    @property
+    def files(self) -> tuple[DataFile, ...]:
+        """The base file (if any), then the log files."""
+        return (self.base, *self.logs) if self.base is not None else self.logs
 
 
 @dataclass(frozen=True)
@@ -91,13 +103,14 @@ class TableReader(Protocol):
     need to know to read, index and tag it."""
 
     root: str  # absolute path of the table
-    kind: str  # its format's name, as printed and stored in an index's config ("parquet", "hudi_cow")
+    kind: str  # its format's name, printed and stored in an index's config ("parquet", "hudi_cow", ...)
     read_as: ReadMethod  # how an engine reads it (see ``ReadMethod``)
     record_key_declared: bool  # the table declares its record key (an explicit key does not apply)
 
     def list_files(self) -> list[DataFile]:
-        """The live data files (for Hudi: latest file slice of each file group, as of the latest
-        completed instant, minus replaced file groups)."""
+        """The live data files: every file of ``file_slices()`` (for Hudi: the latest file slice of
+        each file group, as of the latest completed commit, minus replaced file groups; base files
+        and log files)."""
         ...
 
     def listing(self, *, stat: bool = False) -> Listing:
@@ -106,7 +119,7 @@ class TableReader(Protocol):
         ...
 
     def file_slices(self) -> list[FileSlice]:
-        """The live file slices: each a base file and the log files to merge with it."""
+        """The live file slices: each a base file (or none) and the log files to merge onto it."""
         ...
 
     def partition_schema(self) -> pa.Schema:
@@ -165,7 +178,7 @@ class TableReaderBase:
 
     def file_slices(self) -> list[FileSlice]:
         """Each live file as a slice of its own, with no log files."""
-        return [FileSlice(f) for f in self.list_files()]
+        return [FileSlice(f.file_group or f.path, f.partition, f) for f in self.list_files()]
 
     def partition_schema(self) -> pa.Schema:
         return pa.schema([])

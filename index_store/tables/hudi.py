@@ -1,20 +1,23 @@
-"""Hudi copy-on-write tables: the live base files of the latest snapshot.
+"""Hudi tables, copy-on-write and merge-on-read: the live file slices of the latest snapshot.
 
-A COW table's data is in base files ``<partition>/<fileId>_<writeToken>_<instant>.parquet``. Every
-write produces a new version (file slice) of the file groups it touches, so a snapshot reader reads,
-for each file group (partition, fileId), only its newest base file whose instant is committed, and
-skips the file groups a completed ``replacecommit`` replaced (insert overwrite, clustering). Files
-of pending, failed or rolled-back instants are never read. That is what ``list_files`` returns.
+A table's data is in file groups (partition, fileId). A copy-on-write write produces a new base file
+``<fileId>_<writeToken>_<instant>.parquet`` of each group it touches; a merge-on-read write appends
+log files ``.<fileId>_<instant>.log.<version>_<writeToken>`` beside the base file until a compaction
+writes a new one. A snapshot reader reads, for each live file group, its latest committed file slice
+(``hudi_slices``): a base file and, merge-on-read, the log files to merge onto it. File groups a
+completed ``replacecommit`` replaced (insert overwrite, clustering) and files of pending, failed or
+rolled-back instants are never read.
 
-Merge-on-read tables are refused with ``UnsupportedTableError``: their log files hold updates and
-deletes that base-file statistics do not see, so pruning on them could return wrong results.
+``HudiFormat.open`` (``open_reader``) still refuses merge-on-read tables with
+``UnsupportedTableError``: their log files hold updates and deletes that base-file statistics do not
+see, so pruning on them could return wrong results. ``HudiTable(root)`` reads their slices.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,8 +28,16 @@ import pyarrow.parquet as pq
 
 from hudi_expr.types import is_string_like
 from index_store.errors import TableFormatError, UnsupportedTableError
-from index_store.tables.base import DataFile, Partitioning, ReadMethod, TableReaderBase
+from index_store.tables.base import DataFile, FileSlice, Partitioning, ReadMethod, TableReaderBase
 from index_store.tables.hive import HIVE_NULL
+from index_store.tables.hudi_files import (
+    BaseFileName,
+    LogFileName,
+    parse_base,
+    parse_base_file_name,
+    parse_log_file_name,
+)
+from index_store.tables.hudi_slices import LatestSlice, SlicingRules
 from index_store.tables.hudi_timeline import HudiTimeline, read_properties
 from index_store.tables.plain import require_directory
 from index_store.tables.registry import OpenOptions
@@ -34,24 +45,21 @@ from index_store.tables.registry import OpenOptions
 if TYPE_CHECKING:
     from index_store.record_key import RecordKeySpec
 
-__all__ = ["HUDI_FORMAT", "RECORD_KEY_META_FIELD", "HudiCowTable", "HudiFormat", "parse_base_file_name"]
+__all__ = [
+    "HUDI_FORMAT",
+    "RECORD_KEY_META_FIELD",
+    "HudiCowTable",
+    "HudiFormat",
+    "HudiTable",
+    "parse_base_file_name",
+]
 
 RECORD_KEY_META_FIELD = "_hoodie_record_key"
-_BASE_FILE = re.compile(r"(?P<file_id>[^_.][^_]*)_(?P<write_token>[^_]+)_(?P<instant>\d+)\.parquet")
 _PARTITION_META = ".hoodie_partition_metadata"
 _MAX_TABLE_VERSION = 9
 # Partition path values are converted to these column types; others (timestamps, whose folder text
 # depends on the writer's time zone and format, binary, nested) are left out of partition_values.
 _CASTABLE = (pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal, pa.types.is_boolean)
-
-
-def parse_base_file_name(name: str) -> tuple[str, str, str] | None:
-    """``(file id, write token, instant time)`` of a base file name, or None if it is not one."""
-    m = _BASE_FILE.fullmatch(name)
-    return (m.group("file_id"), m.group("write_token"), m.group("instant")) if m else None
-
-
-_Slice = tuple[str, str, int, int]  # instant, base file name, size, modification time (ns)
 
 
 @dataclass(frozen=True)
@@ -62,8 +70,35 @@ class _PartitionField:
 
 @dataclass(frozen=True)
 class _Snapshot:
-    files: list[DataFile]
+    slices: list[FileSlice]  # by (partition, file id)
+    files: list[DataFile]  # every file of the slices, by path
     file_schema: pa.Schema | None  # footer schema of the newest live base file
+
+
+@dataclass(frozen=True)
+class _Found:
+    """A file group's latest slice as found in its partition folder."""
+
+    partition: str
+    file_id: str
+    slice: LatestSlice
+    entries: dict[str, os.DirEntry[str]]  # the partition's listed files, by name
+
+    def path(self, name: str) -> str:
+        return f"{self.partition}/{name}" if self.partition else name
+
+    def data_file(self, name: str, instant: str, partition_values: dict[str, Any]) -> DataFile:
+        """One of the group's files, stat'ed now."""
+        stat = self.entries[name].stat()
+        return DataFile(
+            path=self.path(name),
+            size=stat.st_size,
+            partition=self.partition,
+            partition_values=dict(partition_values),
+            instant=instant,
+            file_group=self.file_id,
+            mtime_ns=stat.st_mtime_ns,
+        )
 
 
 def _walk_partitions(root: str, rel: str = "") -> Iterator[tuple[str, list[os.DirEntry[str]]]]:
@@ -107,14 +142,14 @@ def _avro_to_arrow(avro_type: Any) -> pa.DataType | None:
     return simple.get(avro_type) if isinstance(avro_type, str) else None
 
 
-class HudiCowTable(TableReaderBase):
-    """The live base files of a Hudi copy-on-write table (``TableReader``).
+class HudiTable(TableReaderBase):
+    """The live file slices of a Hudi table, copy-on-write or merge-on-read (``TableReader``).
 
     Table versions 6 (timeline in ``.hoodie/``) and 8-9 (``.hoodie/timeline/``) are read.
     ``record_key_field`` overrides the record-key column the table's properties imply.
     """
 
-    kind = "hudi_cow"
+    kind = "hudi_cow"  # "hudi_mor" for a merge-on-read table
     read_as: ReadMethod = "files"  # the root holds every file version: only the listed ones are live
     record_key_declared = True  # hoodie.properties says how keys are made
 
@@ -126,10 +161,13 @@ class HudiCowTable(TableReaderBase):
         self.properties: dict[str, str] = read_properties(self.hoodie_dir)
         self.table_version = self._table_version()
         self._check_supported()
+        if self.merge_on_read:
+            self.kind = "hudi_mor"
+            self.read_as = "slices"  # a base file's rows are stale until merged with its log files
         self._record_key_override = record_key_field
 
     def __repr__(self) -> str:
-        return f"HudiCowTable({self.root!r})"
+        return f"HudiTable({self.root!r})"
 
     # --- properties -----------------------------------------------------------------------------
 
@@ -147,15 +185,14 @@ class HudiCowTable(TableReaderBase):
         except ValueError as exc:
             raise TableFormatError(f"{self.hoodie_dir}: hoodie.table.version is {raw!r}") from exc
 
+    @property
+    def merge_on_read(self) -> bool:
+        """The table keeps updates in log files (``hoodie.table.type=MERGE_ON_READ``)."""
+        return self._prop("hoodie.table.type", "COPY_ON_WRITE").upper() == "MERGE_ON_READ"
+
     def _check_supported(self) -> None:
         table_type = self._prop("hoodie.table.type", "COPY_ON_WRITE").upper()
-        if table_type == "MERGE_ON_READ":
-            raise UnsupportedTableError(
-                f"merge-on-read table {self.root} is not supported yet: its log files hold updates and "
-                "deletes that base-file statistics do not see, so pruning it could return wrong "
-                "results. Only copy-on-write tables are supported; read this one without the index."
-            )
-        if table_type != "COPY_ON_WRITE":
+        if table_type not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
             raise UnsupportedTableError(f"Hudi table {self.root}: unknown hoodie.table.type {table_type!r}")
         base_format = self._prop("hoodie.table.base.file.format", "PARQUET").upper()
         if base_format != "PARQUET":
@@ -232,63 +269,64 @@ class HudiCowTable(TableReaderBase):
     # --- the snapshot ---------------------------------------------------------------------------
 
     def _snapshot(self) -> _Snapshot:
-        """The live files, their partition values, and the newest file's footer schema."""
-        newest = self._newest_committed_slices(self.timeline())
+        """The live slices and files, their partition values, and the newest base file's schema."""
+        found = self._latest_slices(self.timeline())
         file_schema = None
-        if newest:  # the newest file has the latest schema (columns may have been added)
-            partition, file_id = max(newest, key=lambda group: newest[group][0])
-            name = newest[(partition, file_id)][1]
-            file_schema = self._footer_schema(f"{partition}/{name}" if partition else name)
+        with_base = [(f, f.slice.base) for f in found if f.slice.base is not None]
+        if with_base:  # the newest file has the latest schema (columns may have been added)
+            group, newest = max(with_base, key=lambda pair: pair[1].instant)
+            file_schema = self._footer_schema(group.path(newest.name))
         types = self._value_types(file_schema)
         required = set(self._folder_only_columns(file_schema))
         values: dict[str, dict[str, Any]] = {}
-        files = []
-        for (partition, file_id), (instant, name, size, mtime) in newest.items():
-            if partition not in values:
-                values[partition] = self._partition_values(partition, types, required)
-            files.append(
-                DataFile(
-                    path=f"{partition}/{name}" if partition else name,
-                    size=size,
-                    partition=partition,
-                    partition_values=dict(values[partition]),
-                    instant=instant,
-                    file_group=file_id,
-                    mtime_ns=mtime,
+        slices = []
+        for group in found:
+            if group.partition not in values:
+                values[group.partition] = self._partition_values(group.partition, types, required)
+            base, logs = group.slice.base, group.slice.logs
+            slices.append(
+                FileSlice(
+                    group.file_id,
+                    group.partition,
+                    group.data_file(base.name, base.instant, values[group.partition]) if base else None,
+                    tuple(group.data_file(f.name, f.instant, values[group.partition]) for f in logs),
                 )
             )
-        files.sort(key=lambda f: f.path)
-        return _Snapshot(files, file_schema)
+        slices.sort(key=lambda s: (s.partition, s.file_id))
+        files = sorted((f for s in slices for f in s.files), key=lambda f: f.path)
+        return _Snapshot(slices, files, file_schema)
 
-    def _newest_committed_slices(self, timeline: HudiTimeline) -> dict[tuple[str, str], _Slice]:
-        """(partition, file id) -> (instant, file name, size, mtime ns) of each live file group's newest base
-        file of a committed instant."""
-        replaced = timeline.replaced_file_groups()
-        rolled_back = timeline.rolled_back()
-        earliest = timeline.earliest
-        newest: dict[tuple[str, str], _Slice] = {}
+    def _latest_slices(self, timeline: HudiTimeline) -> list[_Found]:
+        """The latest slice of each live file group, from the file names in each partition folder."""
+        rules = SlicingRules.of(timeline, self.table_version)
+        found = []
         for partition, entries in _walk_partitions(self.root):
+            bases: dict[str, dict[str, BaseFileName]] = defaultdict(dict)  # file id -> instant -> file
+            logs: dict[str, list[LogFileName]] = defaultdict(list)
             for entry in entries:
-                parsed = parse_base_file_name(entry.name)
-                if parsed is None:
+                base = parse_base(entry.name)
+                if base is not None:
+                    if (partition, base.file_id) in rules.replaced or not rules.keeps_base(base.instant):
+                        continue
+                    current = bases[base.file_id].get(base.instant)
+                    if current is not None:  # a retried task left a second file of the slice
+                        kept = self._pick_duplicate(
+                            timeline, partition, base.instant, current.name, base.name
+                        )
+                        if kept == current.name:
+                            continue
+                    bases[base.file_id][base.instant] = base
                     continue
-                file_id, _, instant = parsed
+                log = parse_log_file_name(entry.name)
+                if log is not None and rules.keeps_log(log):
+                    logs[log.file_id].append(log)
+            by_name = {entry.name: entry for entry in entries}
+            for file_id in sorted(bases.keys() | logs.keys()):
                 group = (partition, file_id)
-                if instant in rolled_back or group in replaced:
-                    continue
-                # committed: completed on the active timeline, or older than all of it (archived)
-                if instant not in timeline.completed and (earliest is None or instant >= earliest):
-                    continue
-                current = newest.get(group)
-                if current is not None and current[0] == instant:
-                    name = self._pick_duplicate(timeline, partition, instant, current[1], entry.name)
-                    if name != current[1]:
-                        stat = entry.stat()
-                        newest[group] = (instant, name, stat.st_size, stat.st_mtime_ns)
-                elif current is None or current[0] < instant:
-                    stat = entry.stat()
-                    newest[group] = (instant, entry.name, stat.st_size, stat.st_mtime_ns)
-        return newest
+                latest = rules.latest_slice(group, bases.get(file_id, {}), logs.get(file_id, ()))
+                if latest is not None:
+                    found.append(_Found(partition, file_id, latest, by_name))
+        return found
 
     def _pick_duplicate(self, timeline: HudiTimeline, partition: str, instant: str, a: str, b: str) -> str:
         """Two base files of one file slice (a retried task left one behind): keep the one the
@@ -379,8 +417,13 @@ class HudiCowTable(TableReaderBase):
     # --- TableReader ----------------------------------------------------------------------------
 
     def list_files(self) -> list[DataFile]:
-        """The latest committed base file of every live file group, sorted by path."""
+        """Every file of the live slices, sorted by path: the latest committed base file of each
+        live file group and, merge-on-read, the log files to merge onto it."""
         return self._snapshot().files
+
+    def file_slices(self) -> list[FileSlice]:
+        """The latest committed slice of each live file group, by (partition, file id)."""
+        return self._snapshot().slices
 
     def partition_schema(self) -> pa.Schema:
         """Partition columns the base files do not store (``drop.partition.columns``), typed from the
@@ -416,6 +459,10 @@ class HudiCowTable(TableReaderBase):
         return RecordKeySpec.from_hudi_properties(self.properties, self._snapshot().file_schema)
 
 
+# The name other modules import until they move to HudiTable.
+HudiCowTable = HudiTable
+
+
 class HudiFormat:
     """Hudi tables (``TableFormat``): a folder with a ``.hoodie`` folder that holds more than this
     library's index, or a folder inside such a table (refused: it is no table of its own)."""
@@ -425,7 +472,7 @@ class HudiFormat:
     def detect(self, root: str) -> bool:
         return _has_hoodie(root) or _enclosing_hudi(root) is not None
 
-    def open(self, root: str, options: OpenOptions) -> HudiCowTable:
+    def open(self, root: str, options: OpenOptions) -> HudiTable:
         parent = _enclosing_hudi(root)
         if parent is not None:
             # A partition, or a merge-on-read table's files: read as plain parquet it would mix
@@ -442,7 +489,16 @@ class HudiFormat:
                 "partition_schema applies to plain parquet directories; a Hudi table's partition "
                 "columns come from its hoodie.properties"
             )
-        return HudiCowTable(root, record_key_field=options.record_key_field)
+        reader = HudiTable(root, record_key_field=options.record_key_field)
+        if reader.merge_on_read:
+            # Refused here, not by the reader: HudiTable lists a merge-on-read table's slices, but
+            # pruning, tagging and reads do not merge log files yet.
+            raise UnsupportedTableError(
+                f"merge-on-read table {reader.root} is not supported yet: its log files hold updates "
+                "and deletes that base-file statistics do not see, so pruning it could return wrong "
+                "results. Only copy-on-write tables are supported; read this one without the index."
+            )
+        return reader
 
 
 def _has_hoodie(root: str) -> bool:

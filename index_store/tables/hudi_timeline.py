@@ -5,7 +5,9 @@ Two timeline layouts exist. Table versions up to 6 keep instant files directly i
 (a commit's inflight file is just ``<instant>.inflight``), with JSON content (Avro for clean,
 rollback and plans). Versions 8 and 9 keep them in ``.hoodie/timeline/`` (``hoodie.timeline.path``),
 name completed instants ``<requested>_<completed>.<action>`` and write Avro. Clustering is requested
-as ``clustering`` and completes as a ``replacecommit``. Only completed instants count.
+as ``clustering`` and completes as a ``replacecommit``; a compaction is requested as ``compaction``
+and completes as a ``commit``. Only completed instants count, save that a table version 6 log file
+may be named for a pending compaction (``hudi_slices``).
 
 The archived timeline (``archived/``, ``timeline/history/``) is not read: instants older than the
 active timeline's first one are committed (Hudi archives a prefix of completed instants only), and
@@ -30,6 +32,7 @@ __all__ = ["HudiTimeline", "Instant", "parse_instant_name", "read_properties"]
 
 _INSTANT_NAME = re.compile(r"(?P<requested>\d{14,})(?:_(?P<completed>\d{14,}))?\.(?P<rest>[a-z_.]+)")
 _STATES = ("requested", "inflight")
+_DATA_ACTIONS = ("commit", "deltacommit", "replacecommit")
 
 
 def _unescape(text: str) -> str:
@@ -175,6 +178,32 @@ class HudiTimeline:
     def latest_completed(self) -> str | None:
         """The greatest requested time of a completed instant."""
         return max(self.completed, default=None)
+
+    def latest_completed_commit(self) -> str | None:
+        """The greatest requested time of a completed commit, delta commit or replace commit (a
+        compaction completes as a commit, a clustering as a replace commit): what a snapshot reads
+        as of. Cleans, rollbacks and indexing write no data files."""
+        return max((t for t, i in self.completed.items() if i.action in _DATA_ACTIONS), default=None)
+
+    def completion_time(self, requested: str) -> str | None:
+        """When the instant requested at ``requested`` completed, or None while it is pending (or
+        failed, or unknown). Table version 6 records no completion time: Hudi then takes the
+        requested time for it, as it does for an archived instant (older than the active timeline,
+        which only ever loses a prefix of completed instants)."""
+        instant = self.completed.get(requested)
+        if instant is not None:
+            return instant.completed or instant.requested
+        earliest = self.earliest
+        return requested if earliest is None or requested < earliest else None
+
+    def is_committed(self, requested: str) -> bool:
+        """The instant completed (on the active timeline, or archived)."""
+        return self.completion_time(requested) is not None
+
+    def pending_compactions(self) -> set[str]:
+        """Requested times of compactions requested or inflight, not completed (a compaction
+        completes as a commit)."""
+        return {i.requested for i in self.instants if i.action == "compaction"} - set(self.completed)
 
     def read(self, instant: Instant) -> dict[str, Any]:
         """The decoded content of an instant file."""

@@ -84,7 +84,7 @@ def test_the_format_is_found_through_the_registry(registered: None, tmp_path: Pa
     assert isinstance(reader, ManifestTable) and reader.kind == "manifest"
     assert "manifest" in FORMATS.names()
     assert [f.path for f in reader.list_files()] == [f"f{i}.parquet" for i in range(4)]
-    assert reader.file_slices() == [FileSlice(f) for f in reader.list_files()]  # no log files
+    assert reader.file_slices() == [FileSlice(f.path, "", f) for f in reader.list_files()]  # no log files
     assert reader.read_as == "files" and reader.timeline_dir is None and not reader.record_key_declared
 
 

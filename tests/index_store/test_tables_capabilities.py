@@ -40,7 +40,7 @@ def test_a_plain_directory_is_read_by_a_glob_with_hive_columns(tmp_path: Path) -
     assert reader.partitioning() == Partitioning(folders=True, hive_style=True, fields=None)
     assert reader.folder_columns() == ["region"]
     assert reader.timeline_dir is None and reader.record_key_spec() is None
-    assert reader.file_slices() == [FileSlice(f) for f in reader.list_files()]
+    assert reader.file_slices() == [FileSlice(f.path, f.partition, f) for f in reader.list_files()]
     assert listing(reader) is listing(reader)  # kept while nothing changed
     assert list_files(reader, stat=True) == reader.list_files()
 
@@ -71,6 +71,8 @@ def test_a_hudi_table_is_read_by_its_file_list(
     assert spec is not None and spec.fields
     slices = reader.file_slices()
     assert [s.base for s in slices] == reader.list_files() and all(s.logs == () for s in slices)
+    groups = [(f.partition, f.file_group) for f in reader.list_files()]
+    assert [(s.partition, s.file_id) for s in slices] == groups
 
 
 def test_require_table_asks_the_reader_for_stray_files(tmp_path: Path) -> None:

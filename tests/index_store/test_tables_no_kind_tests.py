@@ -19,9 +19,11 @@ REGISTRY = ROOT / "index_store" / "tables"  # where formats are defined and dete
 FORBIDDEN = {
     "a test of a reader's kind": re.compile(
         r"""\b(reader\.kind|table_kind)\s*(==|!=|in\b|not in\b)"""
-        r"""|\bkind\s*(==|!=)\s*["'](parquet|hudi_cow)["']"""
+        r"""|\bkind\s*(==|!=)\s*["'](parquet|hudi_cow|hudi_mor)["']"""
     ),
-    "an isinstance on a reader class": re.compile(r"isinstance\([^)]*\b(PlainParquetTable|HudiCowTable)\b"),
+    "an isinstance on a reader class": re.compile(
+        r"isinstance\([^)]*\b(PlainParquetTable|HudiTable|HudiCowTable)\b"
+    ),
     "a getattr probe of a reader": re.compile(r"getattr\(\s*[\w.]*reader\b"),
 }
 
@@ -53,6 +55,7 @@ def test_no_source_outside_the_registry_tests_a_reader_kind() -> None:
         "if reader.kind == 'hudi_cow':",
         'elif indexed.reader.kind in ("parquet",):',
         "if isinstance(table.reader, PlainParquetTable):",
+        "if isinstance(reader, HudiTable):",
         'fields = getattr(self.reader, "partition_fields", None)',
         'if config.table_kind == "parquet":',
     ],
