@@ -108,3 +108,8 @@ class DuplicateKeyError(IndexStoreError):
 class IndexDefinitionError(IndexStoreError, ValueError):
     """A secondary index definition that cannot be made or used: a column that does not exist or
     of a type the index type cannot index, a name taken or unknown."""
+
+
+class IndexSourceError(IndexStoreError, ValueError):
+    """The list of index sources (``index_store.sources``) cannot do what is asked: a name taken
+    twice, or no source left that answers a question (one of the built-in ones unregistered)."""
