@@ -129,3 +129,8 @@ class UnsupportedLogBlockError(LogFormatError):
     """A log block that counts for a read but is of a kind this library does not decode (yet):
     HFile data blocks (Hudi's metadata table), CDC blocks, delete blocks of versions 1 and 2
     (Java-serialized keys), a block type or command unknown here."""
+
+
+class IndexSourceError(IndexStoreError, ValueError):
+    """The list of index sources (``index_store.sources``) cannot do what is asked: a name taken
+    twice, or no source left that answers a question (one of the built-in ones unregistered)."""

@@ -174,8 +174,9 @@ class IndexedTable:
     """A table (``TableReader``) and its metadata index rooted at ``index_root``.
 
     A thin front over its parts: ``secondary`` (the secondary indexes, RFC-51's API), ``writer``
-    (build, update, sync, compact, clean), the index sources pruning asks (``index_store.sources``)
-    and tagging (``index_store.tagging``). The methods of those parts are kept here as delegates.
+    (build, update, sync, compact, clean), the index sources that pruning, row selection and
+    tagging ask (``index_store.sources``) and tagging (``index_store.tagging``). The methods of
+    those parts are kept here as delegates.
     """
 
     def __init__(self, reader: TableReader, index_root: Path) -> None:
@@ -378,7 +379,9 @@ class IndexedTable:
         ``/`` is dropped; a well-formed partition the table lacks is new (its keys are inserts);
         one that cannot be mapped raises ``PartitionPathError``. ``using``: ``bloom`` (key ranges,
         bloom filters, then reading the candidates' key columns), ``record`` (the record index) or
-        ``auto`` (the record index when built). Returns rows in input order: ``key``,
+        ``auto`` (the record index when built); any other index source that locates keys
+        (``index_store.sources``) is asked too, and the pairs all answers hold are kept. Returns
+        rows in input order: ``key``,
         ``partition`` (the mapped path given, else the file's), ``file`` (absolute path; null for
         an insert); ``index_store.tagging.tag_stats(result)`` gives per-stage counts.
 
