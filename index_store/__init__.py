@@ -1,5 +1,6 @@
 """The metadata index of a table: parquet partitions next to it, an atomic commit log, builders
-from parquet footers, table readers (plain parquet, Hudi copy-on-write) and ``IndexedTable``."""
+from parquet footers, table readers (plain parquet, Hudi copy-on-write and merge-on-read) and
+``IndexedTable``."""
 
 from index_store.config import IndexConfig
 from index_store.errors import (
@@ -11,6 +12,7 @@ from index_store.errors import (
     IndexNotWritableError,
     IndexStaleError,
     IndexStoreError,
+    MergedReadError,
     NotATableError,
     PartitionPathError,
     RecordKeyError,
@@ -40,6 +42,7 @@ __all__ = [
     "IndexStoreError",
     "IndexTimeline",
     "IndexedTable",
+    "MergedReadError",
     "NotATableError",
     "PartitionPathError",
     "PruneResult",

@@ -1,5 +1,6 @@
 """The ``files`` partition: one row per data file and index version (path, size, modification time,
-row count, data instant), the newest row of a ``file_idx`` winning; a tombstone row forgets it."""
+row count, data instant, file group), the newest row of a ``file_idx`` winning; a tombstone row
+forgets it."""
 
 from __future__ import annotations
 
@@ -26,11 +27,14 @@ FILES_SCHEMA = pa.schema(
         ("deleted", pa.bool_()),
         ("version", pa.int64()),
         ("mtime", pa.int64()),  # ns; null in indexes written before it was recorded
+        # Hudi file id: the files of one slice share it (a base file and its log files); null for
+        # plain tables and in indexes written before it was recorded (each file its own slice).
+        ("file_group", pa.string()),
     ]
 )
 
 # Columns an older index may lack: read as nulls (unknown), never as an error.
-_ADDED_LATER = {"mtime"}
+_ADDED_LATER = {"mtime", "file_group"}
 
 # What pruning needs of each file (and what tells a file rewritten since it was indexed).
 LOAD_COLUMNS = ("file_idx", "path", "row_count", "deleted", "version", "size", "mtime")
@@ -56,6 +60,7 @@ class FilesPartition:
                 "deleted": pa.array([False] * len(files) + [True] * len(gone)),
                 "version": pa.array(np.full(n, batch.version, dtype=np.int64)),
                 "mtime": pa.array([f.mtime_ns for f in files] + [None] * len(gone), pa.int64()),
+                "file_group": pa.array([f.file_group for f in files] + [None] * len(gone), pa.string()),
             }
         )
         return write_files(root, rows)
