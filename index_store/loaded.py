@@ -72,7 +72,7 @@ class LoadedVersion:
         self.layout: PartitionLayout | None = None  # of the partition paths, once tagging asked
         self.secondary = SecondaryCache()
         self._partitions: pa.StringArray | None = None
-        self._file_groups: pa.StringArray | None = None
+        self._slice_keys: pa.Int64Array | None = None
         self._slices: SliceGroups | None = None
 
     @property
@@ -107,17 +107,18 @@ class LoadedVersion:
             self._partitions = column.combine_chunks().cast(pa.string())
         return self._partitions
 
-    def file_groups(self) -> pa.StringArray:
-        """Each live file's Hudi file id (null: a file of its own), read on first use."""
-        if self._file_groups is None:
-            read, _ = read_live_files(self.root, self.snap.live["files"], ["file_group"], self._rows)
-            self._file_groups = read["file_group"].combine_chunks().cast(pa.string())
-        return self._file_groups
+    def slice_keys(self) -> pa.Int64Array:
+        """Each live file's slice key (``keys.slice_keys``; null: a slice of its own), read on
+        first use."""
+        if self._slice_keys is None:
+            read, _ = read_live_files(self.root, self.snap.live["files"], ["slice_key"], self._rows)
+            self._slice_keys = read["slice_key"].combine_chunks().cast(pa.int64())
+        return self._slice_keys
 
     def slice_groups(self) -> SliceGroups:
-        """Which live files share a file slice (read and encoded on first use)."""
+        """Which live files share a file slice (read and grouped on first use)."""
         if self._slices is None:
-            self._slices = SliceGroups(self.paths, self.partitions(), self.file_groups())
+            self._slices = SliceGroups(self.paths, self.slice_keys())
         return self._slices
 
     def record_key_filters(self) -> KeyFilters:

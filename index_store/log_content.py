@@ -19,7 +19,6 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -38,11 +37,9 @@ from index_store.hudi_log import (
 from index_store.record_key import RecordKeySpec
 from index_store.tables.hudi_files import parse_log_file_name
 
-__all__ = ["LogValues", "is_log_path", "log_file_mask", "log_keys", "log_values"]
+__all__ = ["ALL_INSTANTS", "LogValues", "is_log_path", "log_keys", "log_values"]
 
 DELETED_FIELD = "_hoodie_is_deleted"
-# A Hudi log file's name, at the end of a table-relative path (``hudi_files`` parses it whole).
-_LOG_NAME = r"(^|/)\.[^/_]+_\d+\.log\.\d+_\d+-\d+-\d+$"
 
 
 def _every_instant(_instant: str) -> bool:
@@ -56,14 +53,6 @@ def is_log_path(path: str) -> bool:
     """The file is a Hudi log file (by its name; ``.cdc`` logs are no part of a slice)."""
     parsed = parse_log_file_name(os.path.basename(path))
     return parsed is not None and not parsed.cdc
-
-
-def log_file_mask(paths: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """Per table-relative path: is it a Hudi log file (vectorized ``is_log_path``)."""
-    if not len(paths):
-        return np.zeros(0, dtype=bool)
-    found = pc.match_substring_regex(paths, _LOG_NAME)
-    return np.asarray(pc.fill_null(found, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 @dataclass(frozen=True)

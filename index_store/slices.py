@@ -4,9 +4,10 @@
 A merge-on-read slice's rows are its base file merged with its log files, so each file is pruned
 on its own statistics first (a log file's describe the records it brings), then every file of a
 slice is kept when one is: a row may match through its base file (not updated since) or through a
-log record (inserted or updated), and a reader needs the whole slice to merge either. Grouping is a
-``np.bincount`` over group codes (dictionary-encoded ``partition + file id``), never a loop per
-file; the ``PrunedSlice`` objects are made only when asked for.
+log record (inserted or updated), and a reader needs the whole slice to merge either. Files are
+grouped by the 64-bit slice key the index stores per file (``keys.slice_keys``): a ``np.unique``
+once per index version, then one mark per slice and one gather per prune, never a loop per file. The
+``PrunedSlice`` objects are made only when asked for.
 """
 
 from __future__ import annotations
@@ -19,14 +20,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from index_store.log_content import is_log_path, log_file_mask
+from index_store.keys import slice_keys
+from index_store.log_content import is_log_path
 from index_store.tables.base import DataFile
 from index_store.tables.hudi_files import parse_base, parse_log_file_name
 
-__all__ = ["PrunedSlice", "SliceGroups", "group_keys", "slices_of"]
-
-_SEP = "\x00"  # between a partition path and a file id in a group key: in neither
-_OWN = "\x01"  # prefix of the key of a file that is a slice of its own (no file group known)
+__all__ = ["PrunedSlice", "SliceGroups", "log_file_mask", "slices_of"]
 
 
 @dataclass(frozen=True)
@@ -47,25 +46,41 @@ class PrunedSlice:
         return ([self.base_file] if self.base_file is not None else []) + self.log_files
 
 
-def group_keys(paths: pa.Array, partitions: pa.Array, file_groups: pa.Array) -> pa.StringArray:
-    """Per file, a key shared by the files of its slice: partition and file id, or the file's own
-    path when it has no file group (plain tables, indexes written before file groups were kept)."""
-    grouped = pc.binary_join_element_wise(pc.fill_null(partitions, ""), file_groups, _SEP)
-    own = pc.binary_join_element_wise(pa.scalar(_OWN), paths, "")
-    return pc.if_else(pc.is_null(file_groups), own, grouped)
+def log_file_mask(paths: pa.Array) -> np.ndarray:
+    """Per live file (table-relative path): is it a Hudi log file. Tables list parquet base files
+    and log files only (``.cdc`` logs are no part of a slice), so a file whose name does not end
+    in ``.parquet`` is a log file; only the end of each name is read."""
+    if not len(paths):
+        return np.zeros(0, dtype=bool)
+    parquet = pc.fill_null(pc.ends_with(paths, ".parquet"), True)
+    return ~np.asarray(parquet.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 class SliceGroups:
-    """The slices of an index version's live files: a group code per file (its position in
-    ``keys``), and which files are log files. Made once per version, when pruning first needs it."""
+    """The slices of an index version's live files: a group code per file, and which files are
+    log files. Made once per version, when pruning first needs it."""
 
-    __slots__ = ("codes", "keys", "logs")
+    __slots__ = ("_logs", "codes", "keys", "paths", "size")
 
-    def __init__(self, paths: pa.Array, partitions: pa.Array, file_groups: pa.Array) -> None:
-        encoded = pc.dictionary_encode(group_keys(paths, partitions, file_groups))
-        self.codes: np.ndarray = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        self.keys: pa.StringArray = encoded.dictionary
-        self.logs: np.ndarray = log_file_mask(paths)
+    def __init__(self, paths: pa.Array, keys: pa.Array) -> None:
+        known = np.asarray(pc.is_valid(keys).to_numpy(zero_copy_only=False), dtype=bool)
+        values = np.asarray(pc.fill_null(keys, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+        self.keys, inverse = np.unique(values[known], return_inverse=True)  # sorted distinct keys
+        codes = np.empty(len(values), dtype=np.int64)
+        codes[known] = inverse
+        # A file without a key is a slice of its own: codes after the keyed slices'.
+        codes[~known] = len(self.keys) + np.arange(int((~known).sum()), dtype=np.int64)
+        self.codes = codes
+        self.size = len(self.keys) + int((~known).sum())
+        self.paths = paths
+        self._logs: np.ndarray | None = None
+
+    @property
+    def logs(self) -> np.ndarray:
+        """Per file: is it a log file (worked out on first use)."""
+        if self._logs is None:
+            self._logs = log_file_mask(self.paths)
+        return self._logs
 
     def keep_whole(
         self, kept: np.ndarray, live: np.ndarray | None, also: Sequence[DataFile] = ()
@@ -73,69 +88,69 @@ class SliceGroups:
         """``kept`` (per file) widened to every ``live`` file of a slice one of whose files is kept;
         ``also`` are kept files the index does not know (on disk, unindexed), whose slices are kept
         too (a new log file keeps its base file)."""
-        hit = np.zeros(len(self.keys), dtype=bool)
+        hit = np.zeros(self.size, dtype=bool)
         hit[self.codes[kept]] = True
-        if also:
-            found = pc.index_in(_keys_of(also), value_set=self.keys)
-            positions = found.drop_null().to_numpy(zero_copy_only=False)
-            hit[positions.astype(np.int64)] = True
+        found = self._codes_of(also)
+        hit[found[found >= 0]] = True
         whole = hit[self.codes]
         return whole if live is None else whole & live
 
     def with_logs(self) -> np.ndarray:
         """Per file: its slice has a log file (its rows may have been updated or deleted since its
         base file was written, so nothing proven of the base file holds for the slice)."""
-        has = np.bincount(self.codes[self.logs], minlength=len(self.keys)) > 0
+        has = np.zeros(self.size, dtype=bool)
+        has[self.codes[self.logs]] = True
         return has[self.codes]
 
     def count(self, live: np.ndarray | None, also: Sequence[DataFile] = ()) -> int:
         """How many slices the ``live`` files and ``also`` make."""
-        codes = self.codes if live is None else self.codes[live]
-        n = len(np.unique(codes))
-        if also:
-            keys = _keys_of(also)
-            new = pc.invert(pc.is_in(keys, value_set=self.keys))
-            n += len(pc.unique(keys.filter(new)))
-        return n
+        present = np.zeros(self.size, dtype=bool)
+        present[self.codes if live is None else self.codes[live]] = True
+        found = self._codes_of(also)
+        present[found[found >= 0]] = True
+        new = {k for k, c in zip(_keys_of(also), found.tolist(), strict=True) if c < 0}
+        return int(present.sum()) + len(new)
+
+    def _codes_of(self, files: Sequence[DataFile]) -> np.ndarray:
+        """The codes of the slices ``files`` belong to (-1: a slice the index does not hold)."""
+        if not files or not len(self.keys):
+            return np.full(len(files), -1, dtype=np.int64)
+        keys = np.array([k if k is not None else 0 for k in _keys_of(files)], dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        known = np.array([k is not None for k in _keys_of(files)]) & (self.keys[at] == keys)
+        return np.where(known, at, -1)
 
 
-def _keys_of(files: Sequence[DataFile]) -> pa.StringArray:
-    return group_keys(
-        pa.array([f.path for f in files], pa.string()),
-        pa.array([f.partition for f in files], pa.string()),
-        pa.array([f.file_group for f in files], pa.string()),
-    )
+def _keys_of(files: Sequence[DataFile]) -> list[int | None]:
+    partitions = pa.array([f.partition for f in files], pa.string())
+    return slice_keys(partitions, pa.array([f.file_group for f in files], pa.string())).to_pylist()
 
 
 def slices_of(
-    prefix: str, paths: Sequence[str], partitions: Sequence[str | None], file_groups: Sequence[str | None]
+    prefix: str, paths: Sequence[str], partitions: Sequence[str | None], keys: Sequence[int | None]
 ) -> list[PrunedSlice]:
-    """The slices the files make (table-relative ``paths``, ``prefix`` makes them absolute), in the
-    order their first file comes; each slice's log files in Hudi's merge order."""
-    bases: dict[tuple[str, str], str | None] = {}
-    logs: dict[tuple[str, str], list[str]] = {}
-    for path, partition, group in zip(paths, partitions, file_groups, strict=True):
-        name = os.path.basename(path)
-        log = is_log_path(path)
-        file_id = group or _file_id(name, log)
-        key = (partition or "", file_id if group else _OWN + path)
-        if key not in bases:
-            bases[key], logs[key] = None, []
-        if log:
-            logs[key].append(path)
+    """The slices the files make (table-relative ``paths`` with their slice ``keys``; ``prefix``
+    makes paths absolute), in the order their first file comes; log files in Hudi's merge order."""
+    bases: dict[object, str | None] = {}
+    logs: dict[object, list[str]] = {}
+    where: dict[object, str] = {}
+    for path, partition, key in zip(paths, partitions, keys, strict=True):
+        group: object = (partition or "", key) if key is not None else path
+        if group not in bases:
+            bases[group], logs[group], where[group] = None, [], partition or ""
+        if is_log_path(path):
+            logs[group].append(path)
         else:
-            bases[key] = path
+            bases[group] = path
     out = []
-    for key, base in bases.items():
-        partition, file_id = key
-        ordered = sorted(logs[key], key=_log_order)
-        if file_id.startswith(_OWN):
-            first = base if base is not None else ordered[0]
-            file_id = _file_id(os.path.basename(first), base is None)
+    for group, base in bases.items():
+        ordered = sorted(logs[group], key=_log_order)
+        first = os.path.basename(base if base is not None else ordered[0])
+        file_id = _file_id(first, base is None) if not isinstance(group, str) else os.path.splitext(first)[0]
         out.append(
             PrunedSlice(
                 file_id,
-                partition,
+                where[group],
                 prefix + base if base is not None else None,
                 [prefix + p for p in ordered],
             )
@@ -144,7 +159,7 @@ def slices_of(
 
 
 def _file_id(name: str, log: bool) -> str:
-    """The file group a Hudi file name says, else the name without its extension."""
+    """The file group a Hudi file name says (else the name without its extension)."""
     if log:
         parsed_log = parse_log_file_name(name)
         if parsed_log is not None:

@@ -27,6 +27,7 @@ from index_store import tables as _tables
 from index_store.builder import ComputeKeys, ComputeStats, compute_file_keys
 from index_store.config import IndexConfig
 from index_store.errors import IndexCorruptError, IndexStaleError, RecordKeyError
+from index_store.keys import slice_keys
 from index_store.loaded import Candidates, LoadedVersion, OnDisk
 from index_store.loaded import compare_with_disk as _compare_with_disk
 from index_store.partitions import read_record_index
@@ -211,6 +212,11 @@ class Freshness:
         return ", ".join(p for p in parts if p) or "up to date"
 
 
+def _slice_keys_of(files: Sequence[DataFile]) -> list[int | None]:
+    partitions = pa.array([f.partition for f in files], pa.string())
+    return slice_keys(partitions, pa.array([f.file_group for f in files], pa.string())).to_pylist()
+
+
 def _files(n: int) -> str:
     return "1 file" if n == 1 else f"{n} files"
 
@@ -390,7 +396,7 @@ class IndexedTable:
                 prefix,
                 loaded.paths.take(take).to_pylist() + [f.path for f in others],
                 loaded.partitions(self.index_root).take(take).to_pylist() + [f.partition for f in others],
-                loaded.file_groups().take(take).to_pylist() + [f.file_group for f in others],
+                loaded.slice_keys().take(take).to_pylist() + _slice_keys_of(others),
             )
             live = None if disk is None else disk.present
             if whole:
@@ -414,7 +420,7 @@ class IndexedTable:
 
         def made() -> tuple[list[PrunedSlice], int]:
             paths, partitions = [f.path for f in listed], [f.partition for f in listed]
-            slices = slices_of(prefix, paths, partitions, [f.file_group for f in listed])
+            slices = slices_of(prefix, paths, partitions, _slice_keys_of(listed))
             return slices, len(slices)
 
         return PruneResult(

@@ -14,6 +14,7 @@ import glob
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,10 +43,11 @@ from index_store.hudi_log import (
     scan_log_files,
 )
 from index_store.hudi_log.decoders import DataRows
+from index_store.keys import slice_keys
 from index_store.log_content import ALL_INSTANTS
 from index_store.partitions import read_record_index
 from index_store.slices import PrunedSlice, SliceGroups
-from index_store.tables import HudiTable
+from index_store.tables import DataFile, HudiTable
 
 Group = tuple[str, str]  # partition, file id
 
@@ -450,10 +452,9 @@ def test_copy_on_write_and_plain_results_have_one_slice_per_file(
 
 
 def test_slice_grouping_is_vectorized_and_exact() -> None:
-    """``SliceGroups``: a kept file keeps its slice's other live files, a file with no group stands
-    alone, an unknown file keeps its slice, and statistics prove nothing of a slice with a log."""
-    from index_store.tables.base import DataFile
-
+    """``SliceGroups``: a kept file keeps its slice's other live files, a file without a slice key
+    stands alone, an unknown file keeps its slice, and statistics prove nothing of a slice with a
+    log file."""
     paths = pa.array(
         [
             "p/a_1-0-0_1.parquet",
@@ -463,9 +464,9 @@ def test_slice_grouping_is_vectorized_and_exact() -> None:
             "q/a_1-0-0_1.parquet",
         ]
     )
-    partitions = pa.array(["p", "p", "p", "", "q"])
-    file_groups = pa.array(["a", "a", "b", None, "a"])
-    groups = SliceGroups(paths, partitions, file_groups)
+    keys = slice_keys(pa.array(["p", "p", "p", "", "q"]), pa.array(["a", "a", "b", None, "a"]))
+    assert keys[3].as_py() is None and keys[0] == keys[1] and keys[0] != keys[4]  # partition counts
+    groups = SliceGroups(paths, keys)
     kept = np.array([False, True, False, False, False])
     assert groups.keep_whole(kept, None).tolist() == [True, True, False, False, False]
     live = np.array([True, True, True, True, False])
@@ -473,7 +474,20 @@ def test_slice_grouping_is_vectorized_and_exact() -> None:
     new = DataFile("p/.b_1.log.1_0-0-0", 1, "p", file_group="b")
     assert groups.keep_whole(np.zeros(5, bool), live, [new]).tolist() == [False, False, True, False, False]
     assert groups.with_logs().tolist() == [True, True, False, False, False]
-    assert (
-        groups.count(live) == 3
-        and groups.count(live, [DataFile("p/.c_1.log.1_0-0-0", 1, "p", file_group="c")]) == 4
-    )
+    other = DataFile("p/.c_1.log.1_0-0-0", 1, "p", file_group="c")
+    assert groups.count(live) == 3 and groups.count(live, [new, other]) == 4
+
+
+def test_a_million_files_group_fast() -> None:
+    """Grouping is once per index version, keeping whole slices once per prune: both vectorized."""
+    n = 1_000_000
+    group = np.arange(n) // 2
+    paths = pa.array(np.where(group % 2 == 0, "p/f.parquet", "p/.f_1.log.1_0-0-0"))
+    keys = pa.array(group * 7919, pa.int64())
+    t0 = time.perf_counter()
+    groups = SliceGroups(paths, keys)
+    t1 = time.perf_counter()
+    kept = groups.keep_whole(np.arange(n) % 1000 == 1, None)
+    t2 = time.perf_counter()
+    assert int(kept.sum()) == 2 * 1000 and bool(kept[0]) and bool(kept[1])
+    assert t1 - t0 < 2.0 and t2 - t1 < 0.2, (t1 - t0, t2 - t1)  # about 0.15 s and 3 ms here
