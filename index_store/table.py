@@ -317,7 +317,9 @@ class IndexedTable:
         what the index recorded (rewritten in place), are kept. The listing is checked as the
         reader's ``check_files`` says (``open_table``); ``verify_files="stat"`` reads every file's
         size and modification time now whatever it says. ``on_corrupt="keep_all"`` keeps every
-        file instead of raising ``IndexCorruptError`` when the index cannot be read.
+        file instead of raising ``IndexCorruptError`` when the index cannot be read. A merge-on-read
+        table's files are pruned each on its own statistics, then every file of a slice is kept
+        when one is (``index_store.slices``); ``file_slices`` groups the kept files by slice.
         """
         if isinstance(expr, str):
             raise TypeError(

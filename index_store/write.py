@@ -42,7 +42,8 @@ from index_store.secondary.definitions import IndexDefinition
 from index_store.secondary.kinds import UnsupportedColumnError, index_kind
 from index_store.secondary.kinds import kinds as index_kinds
 from index_store.tables.base import DataFile, TableReader
-from index_store.tables.rows import require_file_reads
+from index_store.tables.hudi_files import parse_base, parse_log_file_name
+from index_store.tables.rows import reads_whole_files, require_file_reads
 from index_store.timeline import Commit, IndexTimeline, Operation, Snapshot
 
 __all__ = ["IndexWriter"]
@@ -526,6 +527,10 @@ class IndexWriter:
         items = list(added)
         wanted = {self._rel(a) for a in items if not isinstance(a, DataFile)}
         described = [a for a in items if isinstance(a, DataFile)]
+        if not reads_whole_files(self.reader):
+            # A file slice is kept whole by its file group: a caller's DataFile without one would
+            # stand alone, and a base file pruned apart from its log files loses their rows.
+            described = [_with_file_group(f) for f in described]
         if wanted:
             listing = {f.path: f for f in _tables.list_files(self.reader, stat=True)}
             missing = sorted(wanted - listing.keys())
@@ -533,6 +538,15 @@ class IndexWriter:
                 raise FileNotFoundError(f"not live data files of {self.root}: {missing[:3]}")
             described += [listing[p] for p in sorted(wanted)]
         return described
+
+
+def _with_file_group(f: DataFile) -> DataFile:
+    """``f`` with the Hudi file id its name says, when it names none."""
+    if f.file_group is not None:
+        return f
+    name = os.path.basename(f.path)
+    parsed = parse_log_file_name(name) or parse_base(name)
+    return dataclasses.replace(f, file_group=parsed.file_id) if parsed is not None else f
 
 
 def _check_definitions(definitions: Sequence[IndexDefinition], schema: pa.Schema, root: str) -> None:

@@ -6,6 +6,7 @@ line, and Spark (reads, the data source, tagging, builds). The index commands wo
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,9 @@ def test_cli_index_commands_work(root: Path, capsys: pytest.CaptureFixture[str])
     assert code == 0 and len(files) == 2 and any(".log." in f for f in files)  # the slice, whole
     code, out, _ = run(capsys, "prune", str(root), "--where", "intField = 15000")
     assert code == 0 and "kept 1 of 3 file slices (2 of 4 files)" in out
+    code, out, _ = run(capsys, "files", str(root), "--where", "intField = 15000", "--json")
+    (kept,) = json.loads(out)["file_slices"]
+    assert code == 0 and sorted([kept["base_file"], *kept["log_files"]]) == sorted(files)
     for args in (["sync"], ["stats"], ["compact"], ["layout", "--columns", "id"]):
         code, _, err = run(capsys, args[0], str(root), *args[1:])
         assert code == 0, (args, err)

@@ -376,6 +376,20 @@ def test_a_new_log_file_is_kept_with_its_slice_until_sync(copy_table: Callable[[
     assert table.prune(col("intField") == 123).file_slices == []  # its statistics now prune
 
 
+def test_update_with_a_data_file_naming_no_file_group(copy_table: Callable[[str], Path]) -> None:
+    """A writer's ``update(added=[DataFile(...)])`` without a file group: the log file's name says
+    it, so its slice is still kept whole (alone, the base file would be ruled out)."""
+    root = copy_table(V6)
+    table = open_table(root)
+    table.build(progress=False)
+    log = update_in_a_log(root)
+    rel = os.path.relpath(log, root)
+    stat = log.stat()
+    table.update(added=[DataFile(rel, stat.st_size, V6_GROUP[0], mtime_ns=stat.st_mtime_ns)])
+    result = table.prune(col("intField") == 999999)
+    assert kept_groups(result) == {V6_GROUP} and len(result.files) == 3 and result.unknown_files == []
+
+
 def test_a_compaction_replaces_the_slice(copy_table: Callable[[str], Path]) -> None:
     """A compaction writes a new base file of the merged rows (a completed commit): the old base file
     and its log files leave the latest slice, and sync drops them and indexes the new base file."""
