@@ -49,6 +49,8 @@ def slice_keys(partitions: pa.Array, file_groups: pa.Array) -> pa.Int64Array:
     """Per file, a 64-bit key its file slice's other files share: MurmurHash3 (low 64 bits, as
     int64) of ``partition NUL file id``; null for a file with no file group (a slice of its own).
     Two slices whose keys collide are only ever kept together, which is sound."""
+    if file_groups.null_count == len(file_groups):  # plain tables: nothing to hash
+        return pa.nulls(len(file_groups), pa.int64())
     joined = pc.binary_join_element_wise(
         pc.fill_null(partitions.cast(pa.string()), ""), file_groups.cast(pa.string()), "\x00"
     )
