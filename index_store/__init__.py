@@ -21,7 +21,7 @@ from index_store.errors import (
 )
 from index_store.secondary import IndexDefinition, UseRules
 from index_store.secondary.api import IndexStatus, RowSelection
-from index_store.table import Freshness, IndexedTable, PruneResult, open_table
+from index_store.table import Freshness, IndexedTable, PrunedSlice, PruneResult, open_table
 from index_store.tables.base import DataFile, TableReader
 from index_store.timeline import Commit, IndexTimeline, Snapshot
 
@@ -46,6 +46,7 @@ __all__ = [
     "NotATableError",
     "PartitionPathError",
     "PruneResult",
+    "PrunedSlice",
     "RecordKeyError",
     "RowSelection",
     "Snapshot",
