@@ -1,5 +1,6 @@
 """The metadata index of a table: parquet partitions next to it, an atomic commit log, builders
-from parquet footers, table readers (plain parquet, Hudi copy-on-write) and ``IndexedTable``."""
+from parquet footers, table readers (plain parquet, Hudi copy-on-write and merge-on-read) and
+``IndexedTable``."""
 
 from index_store.config import IndexConfig
 from index_store.errors import (
@@ -12,6 +13,7 @@ from index_store.errors import (
     IndexSourceError,
     IndexStaleError,
     IndexStoreError,
+    MergedReadError,
     NotATableError,
     PartitionPathError,
     RecordKeyError,
@@ -20,7 +22,7 @@ from index_store.errors import (
 )
 from index_store.secondary import IndexDefinition, UseRules
 from index_store.secondary.api import IndexStatus, RowSelection
-from index_store.table import Freshness, IndexedTable, PruneResult, open_table
+from index_store.table import Freshness, IndexedTable, PrunedSlice, PruneResult, open_table
 from index_store.tables.base import DataFile, TableReader
 from index_store.timeline import Commit, IndexTimeline, Snapshot
 
@@ -42,9 +44,11 @@ __all__ = [
     "IndexStoreError",
     "IndexTimeline",
     "IndexedTable",
+    "MergedReadError",
     "NotATableError",
     "PartitionPathError",
     "PruneResult",
+    "PrunedSlice",
     "RecordKeyError",
     "RowSelection",
     "Snapshot",

@@ -27,7 +27,23 @@ class CommitConflictError(IndexStoreError):
 
 
 class UnsupportedTableError(IndexStoreError):
-    """The table is of a kind this library does not read (yet), e.g. a merge-on-read Hudi table."""
+    """The table is of a kind this library does not read (yet), e.g. a Delta Lake table."""
+
+
+class MergedReadError(UnsupportedTableError):
+    """An operation would read a merge-on-read table's rows (or tag its keys) file by file, which
+    gives wrong rows: a file slice's rows are its base file merged with its log files."""
+
+    def __init__(self, root: str, action: str) -> None:
+        super().__init__(
+            f"{action} is not supported on merge-on-read table {root} yet: its rows are base files "
+            "merged with log files of updates and deletes, and reading its files one by one would give "
+            "wrong rows. Merged reads of merge-on-read tables come next; until then read it with "
+            "hudi-rs (hudi.HudiTable(root).read()) or Hudi itself. The index works on it: build, "
+            "update, sync, prune (hudi-index prune/files), explain, stats."
+        )
+        self.root = root
+        self.action = action
 
 
 class TableFormatError(IndexStoreError):

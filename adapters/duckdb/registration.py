@@ -28,6 +28,7 @@ from index_store import (
     UseRules,
     open_table,
 )
+from index_store.tables.rows import require_file_reads
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ def register(
     if not isinstance(con, duckdb.DuckDBPyConnection):
         raise TypeError(f"expected a DuckDB connection, got {type(con).__name__}")
     indexed = table if isinstance(table, IndexedTable) else open_table(table)
+    # The view reads the table's parquet files: a merge-on-read table's rows need its log files.
+    require_file_reads(indexed.reader, f"a DuckDB view of the table (register {name!r})")
     files = [os.path.join(indexed.root, f.path) for f in indexed.reader.list_files()]
     if not files:
         raise ValueError(f"{indexed.root} has no data files: DuckDB cannot read a table without one")

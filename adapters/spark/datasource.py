@@ -72,6 +72,7 @@ import hudi_expr as hx
 from hudi_expr import Expression
 from hudi_expr.expressions import LiteralPredicate
 from index_store.table import IndexedTable, open_table
+from index_store.tables.rows import require_file_reads
 
 __all__ = [
     "SOURCE_NAME",
@@ -119,7 +120,9 @@ def _open(options: dict[str, str]) -> IndexedTable:
     path = _option(options, "path")
     if not path:
         raise ValueError("the hudi_index data source needs a path: .load(path)")
-    return open_table(_local_path(path), _option(options, "indexPath"))
+    table = open_table(_local_path(path), _option(options, "indexPath"))
+    require_file_reads(table.reader, "the hudi_index Spark data source")
+    return table
 
 
 def _local_path(path: str) -> str:

@@ -57,6 +57,7 @@ from hudi_expr.types import is_binary_like, is_string_like
 from hudi_expr.visitors import transform_leaves
 from index_store import IndexedTable, PruneResult, open_table
 from index_store.secondary import UseRules
+from index_store.tables.rows import require_file_reads
 
 __all__ = ["ReadPlan", "prune", "prune_plan", "read", "read_plan", "usable_expression"]
 
@@ -100,7 +101,7 @@ def read(
     secondary index pays (default ``UseRules()``). With no kept file the result is an empty
     DataFrame with the whole table's schema.
     """
-    indexed = _open(table)
+    indexed = _open(table, "a Spark read (adapters.spark.read)")
     source = _source(spark, indexed)
     if where is None:
         live = [os.path.join(indexed.root, f.path) for f in indexed.reader.list_files()]
@@ -117,7 +118,7 @@ def read_plan(
     rules: UseRules | None = None,
 ) -> ReadPlan:
     """The files ``read(spark, table, where, rules)`` reads, and why (``explain()``)."""
-    indexed = _open(table)
+    indexed = _open(table, "a Spark read (adapters.spark.read_plan)")
     schema = _source(spark, indexed).schema
     condition = F.expr(where) if isinstance(where, str) else where
     return _plan(indexed, translate_column(spark, condition, schema).expr, schema, rules)
@@ -133,7 +134,7 @@ def prune(
     a rebuilt plan that differs returns ``df`` unchanged (sound, just not pruned). ``rules``: as in
     ``read``.
     """
-    indexed = _open(table)
+    indexed = _open(table, "a Spark read (adapters.spark.prune)")
     scan = file_scan(df)
     if scan is None or not _rebuildable(scan, indexed.root):
         _warn_every_version(scan, indexed)
@@ -181,7 +182,7 @@ def prune_plan(
 ) -> ReadPlan | None:
     """The files ``prune(df, table, rules)`` keeps, and why; None when ``df``'s plan is not one
     ``prune`` rewrites (``prune`` may still return ``df`` unchanged when its rebuilt plan differs)."""
-    indexed = _open(table)
+    indexed = _open(table, "a Spark read (adapters.spark.prune_plan)")
     scan = file_scan(df)
     if scan is None or not _rebuildable(scan, indexed.root):
         return None
@@ -225,8 +226,12 @@ def _plan(
 # ---------------------------------------------------------------------------------------- reading
 
 
-def _open(table: IndexedTable | str | os.PathLike[str]) -> IndexedTable:
-    return table if isinstance(table, IndexedTable) else open_table(table)
+def _open(table: IndexedTable | str | os.PathLike[str], action: str) -> IndexedTable:
+    """The table, refused when its rows are merged from log files (a Spark parquet read of its
+    files would return rows later updated or deleted)."""
+    indexed = table if isinstance(table, IndexedTable) else open_table(table)
+    require_file_reads(indexed.reader, action)
+    return indexed
 
 
 def _index_schema(table: IndexedTable) -> pa.Schema:

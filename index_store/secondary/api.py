@@ -58,6 +58,7 @@ from index_store.secondary.select import (
 )
 from index_store.sources import RowAnswer, RowQuery, sourced_rows
 from index_store.tables.base import TableReader
+from index_store.tables.rows import require_file_reads
 from index_store.timeline import Commit, IndexTimeline, Operation, Snapshot
 
 if TYPE_CHECKING:
@@ -171,6 +172,7 @@ class SecondaryIndexes:
     ) -> int:
         """Record a secondary index definition (a commit; no index file is built yet: see
         ``build_index``); returns the commit's version."""
+        require_file_reads(self.reader, "creating a secondary index (create_index)")
         cols = (columns,) if isinstance(columns, str) else tuple(columns)
         try:
             kind = index_kind(index_type)
@@ -274,6 +276,7 @@ class SecondaryIndexes:
         (sync first); they stay candidates with all their rows. ``compute`` computes the index
         files elsewhere (e.g. ``adapters.spark.build_secondary_index``: one Spark task per base
         file); the files are the same bytes as a local build's."""
+        require_file_reads(self.reader, "building secondary index files (build_index)")
         if strategy not in ("incremental", "all"):
             raise ValueError(f"strategy must be 'incremental' or 'all', not {strategy!r}")
         loaded = self._load()
@@ -464,6 +467,7 @@ class SecondaryIndexes:
         ``on_corrupt``: ``raise`` ``IndexCorruptError`` for an unreadable secondary index file or
         manifest, or ``scan`` (also spelled ``keep_all``, as in ``prune``) to treat the files
         concerned as having no index (all their rows)."""
+        require_file_reads(self.reader, "selecting rows with the secondary index (select)")
         if on_corrupt not in ("raise", "scan", "keep_all"):
             raise ValueError(f"on_corrupt must be 'raise', 'scan' or 'keep_all', not {on_corrupt!r}")
         corrupt: list[IndexCorruptError] = []
@@ -613,6 +617,7 @@ class SecondaryIndexes:
         """RFC-51's ``getRowIdSet``: ``{file: uint64 row positions}`` of the rows that may match
         ``expr`` (exactly the matching rows where every leaf is indexed; a superset otherwise).
         Files with no candidate row are left out; files without a usable index file have all rows."""
+        require_file_reads(self.reader, "row ids from the secondary index (row_ids)")
         return self.select(expr).row_ids()
 
     def read(
@@ -623,6 +628,7 @@ class SecondaryIndexes:
     ) -> pa.Table:
         """The rows where ``expr`` is TRUE, reading only the row groups that hold selected rows
         (when the index pays, by ``rules``; otherwise whole candidate files)."""
+        require_file_reads(self.reader, "reading rows (read)")
         selection = self.select(expr, rules or UseRules())
         return self._read_selection(selection, expr, columns)
 
@@ -663,6 +669,7 @@ class SecondaryIndexes:
     def count(self, expr: Expression) -> int:
         """Rows where ``expr`` is TRUE: from the index alone for files whose selection is exact (and
         from row counts where statistics prove every row matches), reading only the others."""
+        require_file_reads(self.reader, "counting rows (count)")
         selection = self.select(expr)
         total = 0
         rest = []
@@ -677,6 +684,7 @@ class SecondaryIndexes:
 
     def exists(self, expr: Expression) -> bool:
         """Is there a row where ``expr`` is TRUE? From the index alone when an exact selection has one."""
+        require_file_reads(self.reader, "testing whether a row exists (exists)")
         selection = self.select(expr)
         if any(
             r.exact and _maybe_rows(r, n) for r, n in zip(selection.rows, selection.row_counts, strict=True)
