@@ -129,3 +129,17 @@ class UnsupportedLogBlockError(LogFormatError):
     """A log block that counts for a read but is of a kind this library does not decode (yet):
     HFile data blocks (Hudi's metadata table), CDC blocks, delete blocks of versions 1 and 2
     (Java-serialized keys), a block type or command unknown here."""
+
+
+class MergedReaderMissingError(IndexStoreError, ImportError):
+    """Reading a merge-on-read table's rows needs hudi-rs (the Python package ``hudi``), the Hudi
+    project's own reader, which merges each file slice's log files onto its base file; it is an
+    optional dependency (the ``hudi`` extra)."""
+
+    def __init__(self, root: str, reason: str) -> None:
+        super().__init__(
+            f"reading the rows of merge-on-read table {root} needs hudi-rs, the Python package 'hudi' "
+            f"({reason}): install it with pip install 'hudi-index[hudi]' (or pip install 'hudi>=0.5,<0.6'). "
+            "Pruning and the index work without it; so does query_type='read_optimized' (base files only)."
+        )
+        self.root = root
