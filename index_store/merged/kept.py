@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from hudi_expr import Expression
     from index_store.table import IndexedTable, PruneResult
 
-__all__ = ["kept_slices", "slices_of_files"]
+__all__ = ["kept_slices", "pruned_slices", "slices_of_files"]
 
 
 def slices_of_files(slices: Sequence[FileSlice], root: str, files: Iterable[str]) -> list[FileSlice]:
