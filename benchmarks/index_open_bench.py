@@ -265,6 +265,7 @@ def write_index(root: Path, stats: FileStats) -> Written:
             "deleted": pa.repeat(False, n),
             "version": pa.array(np.ones(n, dtype=np.int64)),
             "mtime": pa.nulls(n, pa.int64()),
+            "slice_key": pa.nulls(n, pa.int64()),
         },
         schema=FILES_SCHEMA,
     )

@@ -1,5 +1,6 @@
 """The metadata index of a table: parquet partitions next to it, an atomic commit log, builders
-from parquet footers, table readers (plain parquet, Hudi copy-on-write) and ``IndexedTable``."""
+from parquet footers, table readers (plain parquet, Hudi copy-on-write and merge-on-read) and
+``IndexedTable``."""
 
 from index_store.config import IndexConfig
 from index_store.errors import (
@@ -9,8 +10,10 @@ from index_store.errors import (
     IndexDefinitionError,
     IndexNotBuiltError,
     IndexNotWritableError,
+    IndexSourceError,
     IndexStaleError,
     IndexStoreError,
+    MergedReadError,
     NotATableError,
     PartitionPathError,
     RecordKeyError,
@@ -19,7 +22,7 @@ from index_store.errors import (
 )
 from index_store.secondary import IndexDefinition, UseRules
 from index_store.secondary.api import IndexStatus, RowSelection
-from index_store.table import Freshness, IndexedTable, PruneResult, open_table
+from index_store.table import Freshness, IndexedTable, PrunedSlice, PruneResult, open_table
 from index_store.tables.base import DataFile, TableReader
 from index_store.timeline import Commit, IndexTimeline, Snapshot
 
@@ -35,14 +38,17 @@ __all__ = [
     "IndexDefinitionError",
     "IndexNotBuiltError",
     "IndexNotWritableError",
+    "IndexSourceError",
     "IndexStaleError",
     "IndexStatus",
     "IndexStoreError",
     "IndexTimeline",
     "IndexedTable",
+    "MergedReadError",
     "NotATableError",
     "PartitionPathError",
     "PruneResult",
+    "PrunedSlice",
     "RecordKeyError",
     "RowSelection",
     "Snapshot",

@@ -4,6 +4,9 @@ Min/max/null counts of every column come from parquet footers (no data read). Na
 do not have them) and bloom filters are computed by reading just the float and bloom columns.
 Partition values become exact per-file stats (min = max = the value). Work runs on a thread pool
 (pyarrow releases the GIL while it reads and decodes), with a progress bar on a terminal.
+
+A Hudi log file (merge-on-read) is indexed like a base file, from its records written to an
+in-memory parquet file (``log_content``); one whose blocks do not decode gets unknown statistics.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from index_store.hudi_bloom import (
     footer_key_bounds,
     java_argsort,
 )
+from index_store.log_content import is_log_path, log_keys, log_values
 from index_store.partitions.base import FileKeys
 from index_store.tables.base import DataFile
 
@@ -85,13 +89,56 @@ def compute_stats(
     fpp: float = 0.01,
     progress: bool | None = None,
     workers: int | None = None,
+    *,
+    table_schema: pa.Schema | None = None,
+    log_records_whole: bool = True,
 ) -> BuiltFiles:
-    """Stats for ``files`` under ``root``; ``data_schema`` defaults to the union of their schemas."""
+    """Stats for ``files`` under ``root``; ``data_schema`` defaults to the union of their schemas.
+
+    Hudi log files among ``files`` are read through their records (``log_content.log_values``),
+    cast to the types of ``table_schema`` (the index's schema, on update) and the base files';
+    ``log_records_whole=False`` (the table's ``TableReader.log_records_whole``) leaves their
+    statistics unknown."""
     if not files:
         return BuiltFiles(files, FileStats([], [], {}, data_schema or pa.schema([])), {}, ())
-    footers = open_footers(root, files, progress, workers)
+    logs = np.array([is_log_path(f.path) for f in files], dtype=bool)
+    if not logs.any():
+        footers = open_footers(root, files, progress, workers)
+        return compute_stats_from_footers(
+            files, footers, partition_schema, data_schema, bloom_columns, fpp, progress, workers
+        )
+    bases = open_footers(root, [f for f, log in zip(files, logs, strict=True) if not log], progress, workers)
+    known = [table_schema] if table_schema is not None else []
+    target = unify_schemas(known + [f.schema_arrow for f in bases])
+    values = _parallel(
+        lambda f: log_values(
+            os.path.join(root, f.path), target if len(target) else None, usable=log_records_whole
+        ),
+        [f for f, log in zip(files, logs, strict=True) if log],
+        _workers(workers),
+        _show(progress),
+        "reading log files",
+    )
+    opened: list[pq.ParquetFile] = []
+    base_iter, log_iter = iter(bases), iter(values)
+    unusable = np.zeros(len(files), dtype=bool)
+    for i, log in enumerate(logs):
+        if log:
+            value = next(log_iter)
+            opened.append(value.footer)
+            unusable[i] = value.unusable is not None
+        else:
+            opened.append(next(base_iter))
     return compute_stats_from_footers(
-        files, footers, partition_schema, data_schema, bloom_columns, fpp, progress, workers
+        files,
+        opened,
+        partition_schema,
+        data_schema,
+        bloom_columns,
+        fpp,
+        progress,
+        workers,
+        unreadable=unusable,
     )
 
 
@@ -116,9 +163,12 @@ def compute_stats_from_footers(
     progress: bool | None = None,
     workers: int | None = None,
     arrow_schemas: Sequence[pa.Schema] | None = None,
+    unreadable: np.ndarray | None = None,
 ) -> BuiltFiles:
     """``compute_stats`` of already opened files (``open_footers``): split so that a distributed
-    build can look at the files' schemas (``arrow_schemas``, if the caller has them) first."""
+    build can look at the files' schemas (``arrow_schemas``, if the caller has them) first.
+    ``unreadable`` marks files whose footer says nothing (a log file that does not decode): their
+    row counts and data column statistics are unknown, their blooms none."""
     if not files:
         return BuiltFiles(files, FileStats([], [], {}, data_schema or pa.schema([])), {}, ())
     workers = _workers(workers)
@@ -151,8 +201,29 @@ def compute_stats_from_footers(
         blooms = {c: [e[1].get(c) for e in extras] for c in bloom_columns}
     else:
         blooms = {}
+    if unreadable is not None and unreadable.any():
+        stats = _forget(stats, unreadable)
+        blooms = {
+            c: [None if u else b for b, u in zip(bs, unreadable, strict=True)] for c, bs in blooms.items()
+        }
+    # Partition values come from folders, known whatever the file holds.
     stats = _with_partition_values(stats, files, partition_schema)
     return BuiltFiles(files, stats, blooms, tuple(partition_schema.names))
+
+
+def _forget(stats: FileStats, unknown: np.ndarray) -> FileStats:
+    """``stats`` with every value of the ``unknown`` files made null (unknown: such a file is kept
+    by every predicate, never counted as empty)."""
+    mask = pa.array(unknown)
+
+    def blank(values: pa.Array) -> pa.Array:
+        return pc.if_else(mask, pa.scalar(None, values.type), values)
+
+    columns = {
+        c: ColumnStats(blank(s.min), blank(s.max), blank(s.null_count), blank(s.nan_count))
+        for c, s in stats.columns.items()
+    }
+    return FileStats(stats.files, blank(stats.row_count), columns, stats.schema)
 
 
 def merge_built(parts: Sequence[BuiltFiles]) -> BuiltFiles:
@@ -308,7 +379,11 @@ def compute_file_keys(
     computed in Java order and a ``SIMPLE`` filter sized to their key count at ``fpp``."""
     paths = [os.path.join(root, f.path) for f in files]
     per_file = _parallel(
-        lambda path: _file_keys(path, spec, fpp, with_keys),
+        lambda path: (
+            _log_file_keys(path, spec, fpp, with_keys)
+            if is_log_path(path)
+            else _file_keys(path, spec, fpp, with_keys)
+        ),
         paths,
         _workers(workers),
         _show(progress),
@@ -324,12 +399,37 @@ def compute_file_keys(
                 "file": pa.array(np.repeat(np.arange(len(files), dtype=np.int32), counts)),
             }
         )
+    unread = np.array([lo is _UNREAD for lo, _, _, _ in per_file], dtype=bool)
     return FileKeys(
-        pa.array([lo for lo, _, _, _ in per_file], pa.string()),
+        pa.array([None if lo is _UNREAD else lo for lo, _, _, _ in per_file], pa.string()),
         pa.array([hi for _, hi, _, _ in per_file], pa.string()),
         [f for _, _, f, _ in per_file],
         keys,
+        unread if unread.any() else None,
     )
+
+
+# The lower bound of a file whose keys could not be read (a log file with a block not decoded).
+_UNREAD: Any = object()
+
+
+def _log_file_keys(
+    path: str, spec: RecordKeySpec, fpp: float, with_keys: bool
+) -> tuple[Any, str | None, HudiBloomFilter | None, pa.StringArray | None]:
+    """A log file's key bounds and a ``SIMPLE`` filter of the keys of its data and delete records
+    (a key deleted in a log is still that file group's to tag); ``_UNREAD`` when a block does not
+    decode."""
+    keys = log_keys(path, spec)
+    if keys is None:
+        return _UNREAD, None, None, pa.array([], pa.string()) if with_keys else None
+    if keys.null_count:
+        raise TableFormatError(f"log file {path} has {keys.null_count} records with a null record key")
+    if not len(keys):
+        return None, None, None, keys if with_keys else None
+    order = java_argsort(keys)
+    bloom = HudiBloomFilter.create(len(keys), fpp, SIMPLE)
+    bloom.add_all(keys)
+    return keys[int(order[0])].as_py(), keys[int(order[-1])].as_py(), bloom, keys if with_keys else None
 
 
 def _file_keys(

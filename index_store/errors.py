@@ -27,7 +27,23 @@ class CommitConflictError(IndexStoreError):
 
 
 class UnsupportedTableError(IndexStoreError):
-    """The table is of a kind this library does not read (yet), e.g. a merge-on-read Hudi table."""
+    """The table is of a kind this library does not read (yet), e.g. a Delta Lake table."""
+
+
+class MergedReadError(UnsupportedTableError):
+    """An operation would read a merge-on-read table's rows (or tag its keys) file by file, which
+    gives wrong rows: a file slice's rows are its base file merged with its log files."""
+
+    def __init__(self, root: str, action: str) -> None:
+        super().__init__(
+            f"{action} is not supported on merge-on-read table {root} yet: its rows are base files "
+            "merged with log files of updates and deletes, and this would read its files one by one, "
+            "which gives wrong rows. Its merged rows are read by IndexedTable.read, "
+            "adapters.duckdb.register (sql, execute, hudi-index query) and adapters.spark.read; the "
+            "index works on it: build, update, sync, prune (hudi-index prune/files), explain, stats."
+        )
+        self.root = root
+        self.action = action
 
 
 class TableFormatError(IndexStoreError):
@@ -129,6 +145,11 @@ class UnsupportedLogBlockError(LogFormatError):
     """A log block that counts for a read but is of a kind this library does not decode (yet):
     HFile data blocks (Hudi's metadata table), CDC blocks, delete blocks of versions 1 and 2
     (Java-serialized keys), a block type or command unknown here."""
+
+
+class IndexSourceError(IndexStoreError, ValueError):
+    """The list of index sources (``index_store.sources``) cannot do what is asked: a name taken
+    twice, or no source left that answers a question (one of the built-in ones unregistered)."""
 
 
 class MergedReaderMissingError(IndexStoreError, ImportError):

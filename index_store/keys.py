@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from hudi_expr import hash_keys
 
-__all__ = ["KEY_BYTES", "file_key_parts", "index_keys"]
+__all__ = ["KEY_BYTES", "file_key_parts", "index_keys", "slice_keys"]
 
 KEY_BYTES = 32
 
@@ -43,6 +43,21 @@ def index_keys(column: str, parts: np.ndarray) -> pa.StringArray:
     text[:, -1] = ord("=")
     offsets = pa.py_buffer((np.arange(n + 1, dtype=np.int32) * 44).tobytes())
     return pa.Array.from_buffers(pa.string(), n, [None, offsets, pa.py_buffer(text.tobytes())])
+
+
+def slice_keys(partitions: pa.Array, file_groups: pa.Array) -> pa.Int64Array:
+    """Per file, a 64-bit key its file slice's other files share: MurmurHash3 (low 64 bits, as
+    int64) of ``partition NUL file id``; null for a file with no file group (a slice of its own).
+    Two slices whose keys collide are only ever kept together, which is sound."""
+    if file_groups.null_count == len(file_groups):  # plain tables: nothing to hash
+        return pa.nulls(len(file_groups), pa.int64())
+    joined = pc.binary_join_element_wise(
+        pc.fill_null(partitions.cast(pa.string()), ""), file_groups.cast(pa.string()), "\x00"
+    )
+    h1, _ = hash_keys(joined)
+    return pa.array(
+        h1.view(np.int64), pa.int64(), mask=np.asarray(pc.is_null(joined).to_numpy(zero_copy_only=False))
+    )
 
 
 def _big_endian(words: np.ndarray) -> np.ndarray:

@@ -22,6 +22,7 @@ from index_store.errors import IndexCorruptError, require_built
 from index_store.partitions import LOAD_COLUMNS, read_live_files, read_record_keys
 from index_store.partitions.record_keys import KeyFilters
 from index_store.secondary.format import IndexFile
+from index_store.slices import SliceGroups
 from index_store.tables.base import DataFile, Listing
 from index_store.tagging.partitions import PartitionLayout
 from index_store.timeline import Snapshot
@@ -71,6 +72,8 @@ class LoadedVersion:
         self.layout: PartitionLayout | None = None  # of the partition paths, once tagging asked
         self.secondary = SecondaryCache()
         self._partitions: pa.StringArray | None = None
+        self._slice_keys: pa.Int64Array | None = None
+        self._slices: SliceGroups | None = None
 
     @property
     def version(self) -> int:
@@ -104,6 +107,20 @@ class LoadedVersion:
             self._partitions = column.combine_chunks().cast(pa.string())
         return self._partitions
 
+    def slice_keys(self) -> pa.Int64Array:
+        """Each live file's slice key (``keys.slice_keys``; null: a slice of its own), read on
+        first use."""
+        if self._slice_keys is None:
+            read, _ = read_live_files(self.root, self.snap.live["files"], ["slice_key"], self._rows)
+            self._slice_keys = read["slice_key"].combine_chunks().cast(pa.int64())
+        return self._slice_keys
+
+    def slice_groups(self) -> SliceGroups:
+        """Which live files share a file slice (read and grouped on first use)."""
+        if self._slices is None:
+            self._slices = SliceGroups(self.paths, self.slice_keys())
+        return self._slices
+
     def record_key_filters(self) -> KeyFilters:
         """The key bounds and filters of the live files (read on first use)."""
         if self.key_filters is None:
@@ -128,6 +145,13 @@ class OnDisk:
     @property
     def total(self) -> int:
         return len(self.listing.files)
+
+    def unknown_files(self) -> list[DataFile]:
+        """The listed files of ``unknown``, as listed (with their partition and file group)."""
+        if not self.unknown:
+            return []
+        where = pc.index_in(pa.array(self.unknown, pa.string()), value_set=self.listing.paths)
+        return [self.listing.files[i] for i in where.to_numpy(zero_copy_only=False).astype(np.int64)]
 
     def partition_values(self) -> dict[str, dict[str, Any]]:
         """Table-relative path -> partition values, of the files that have any."""

@@ -27,6 +27,7 @@ from index_store import tables as _tables
 from index_store.builder import ComputeKeys, ComputeStats, compute_file_keys
 from index_store.config import IndexConfig
 from index_store.errors import IndexCorruptError, IndexStaleError, RecordKeyError
+from index_store.keys import slice_keys
 from index_store.loaded import Candidates, LoadedVersion, OnDisk
 from index_store.loaded import compare_with_disk as _compare_with_disk
 from index_store.merged import rows as merged_rows
@@ -37,14 +38,16 @@ from index_store.record_key import RecordKeySpec
 from index_store.secondary.api import IndexStatus, RowSelection, SecondaryIndexes
 from index_store.secondary.build import ComputeIndexFiles
 from index_store.secondary.select import UseRules
+from index_store.slices import PrunedSlice, slices_of
 from index_store.sources import SourcedStats, SourceQuery, sourced_stats
 from index_store.tables.base import DataFile, TableReader
+from index_store.tables.rows import reads_whole_files, require_file_reads
 from index_store.tagging.tagger import OnDuplicate, check_on_duplicate, tag_method
 from index_store.tagging.wiring import key_array, partition_array, partition_layout, tag_loaded
 from index_store.timeline import IndexTimeline, Snapshot
 from index_store.write import IndexWriter
 
-__all__ = ["Candidates", "Freshness", "IndexedTable", "PruneResult", "open_table"]
+__all__ = ["Candidates", "Freshness", "IndexedTable", "PruneResult", "PrunedSlice", "open_table"]
 
 
 def open_table(
@@ -53,8 +56,10 @@ def open_table(
     *,
     check_files: Literal["watch", "stat"] = "watch",
 ) -> IndexedTable:
-    """A plain parquet directory or Hudi copy-on-write table, with its index at ``index_path``
-    (default ``<table>/.hoodie/.index``, for tables one may write to).
+    """A plain parquet directory or Hudi table, with its index at ``index_path`` (default
+    ``<table>/.hoodie/.index``, for tables one may write to). A merge-on-read Hudi table is
+    indexed and pruned by file slice; what would read its rows file by file (``tag``, ``read``,
+    ``select``, ``row_ids``, ``count``, ``exists``, secondary indexes) raises ``MergedReadError``.
 
     ``check_files`` (plain directories): how each read knows which files were added, deleted or
     rewritten since it last listed the table: ``"watch"`` by change notification where the file
@@ -68,7 +73,11 @@ def open_table(
 
 @dataclass(frozen=True)
 class PruneResult:
-    """Files that may hold matching rows, out of ``total``; ``explain()`` says why."""
+    """Files that may hold matching rows, out of ``total``; ``explain()`` says why.
+
+    ``files`` is every path to open: for a merge-on-read table, every file of each kept file slice
+    (a slice is kept whole when its base file or any of its log files may match); ``file_slices``
+    groups them by slice."""
 
     files: list[str]  # absolute paths, index order, then files the index does not know
     total: int
@@ -83,10 +92,39 @@ class PruneResult:
     # Per index source, the files it was the first to rule out (``index_store.sources``).
     _removed_by: Callable[[], dict[str, int]] | None = field(default=None, repr=False, compare=False)
     _removed_cache: dict[str, dict[str, int]] = field(default_factory=dict, repr=False, compare=False)
+    whole_slices: bool = False  # a merge-on-read table: files were kept by whole file slices
+    # The kept slices and how many there are in all, made only when asked for.
+    _slices: Callable[[], tuple[list[PrunedSlice], int]] | None = field(
+        default=None, repr=False, compare=False
+    )
+    _slices_cache: dict[str, tuple[list[PrunedSlice], int]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def kept(self) -> int:
         return len(self.files)
+
+    @property
+    def file_slices(self) -> list[PrunedSlice]:
+        """The kept file slices, each a file group's base file and log files (absolute paths; a
+        copy-on-write slice has no log files, a plain parquet file is a slice of its own). A result
+        made by hand (``PruneResult(files, total)``) has one slice per file."""
+        return self._slice_info()[0]
+
+    @property
+    def total_slices(self) -> int:
+        """The table's file slices, kept or not."""
+        return self._slice_info()[1]
+
+    def _slice_info(self) -> tuple[list[PrunedSlice], int]:
+        if "s" not in self._slices_cache:
+            if self._slices is not None:
+                self._slices_cache["s"] = self._slices()
+            else:
+                own = [PrunedSlice(os.path.splitext(os.path.basename(f))[0], "", f) for f in self.files]
+                self._slices_cache["s"] = (own, self.total)
+        return self._slices_cache["s"]
 
     @property
     def explanation(self) -> Explanation | None:
@@ -133,7 +171,15 @@ class PruneResult:
             named = ", ".join(f"{name} {n}" for name, n in by_source.items())
             lines.append(f"  files ruled out first by each index source: {named}")
         lines += [f"  {line}" for line in self.notes()]
-        if self.unknown_files or self.changed_files or explanation is None or explanation.total != self.total:
+        if self.whole_slices:
+            lines.append(
+                f"kept {len(self.file_slices)} of {self.total_slices} file slices ({self.kept} of "
+                f"{self.total} files): a slice is read whole when its base file or any of its log "
+                "files may match"
+            )
+        elif (
+            self.unknown_files or self.changed_files or explanation is None or explanation.total != self.total
+        ):
             lines.append(f"kept {self.kept} of {self.total} files")  # the index's count is not all
         return "\n".join(lines)
 
@@ -168,6 +214,11 @@ class Freshness:
         return ", ".join(p for p in parts if p) or "up to date"
 
 
+def _slice_keys_of(files: Sequence[DataFile]) -> list[int | None]:
+    partitions = pa.array([f.partition for f in files], pa.string())
+    return slice_keys(partitions, pa.array([f.file_group for f in files], pa.string())).to_pylist()
+
+
 def _files(n: int) -> str:
     return "1 file" if n == 1 else f"{n} files"
 
@@ -176,8 +227,9 @@ class IndexedTable:
     """A table (``TableReader``) and its metadata index rooted at ``index_root``.
 
     A thin front over its parts: ``secondary`` (the secondary indexes, RFC-51's API), ``writer``
-    (build, update, sync, compact, clean), the index sources pruning asks (``index_store.sources``)
-    and tagging (``index_store.tagging``). The methods of those parts are kept here as delegates.
+    (build, update, sync, compact, clean), the index sources that pruning, row selection and
+    tagging ask (``index_store.sources``) and tagging (``index_store.tagging``). The methods of
+    those parts are kept here as delegates.
     """
 
     def __init__(self, reader: TableReader, index_root: Path) -> None:
@@ -268,7 +320,9 @@ class IndexedTable:
         what the index recorded (rewritten in place), are kept. The listing is checked as the
         reader's ``check_files`` says (``open_table``); ``verify_files="stat"`` reads every file's
         size and modification time now whatever it says. ``on_corrupt="keep_all"`` keeps every
-        file instead of raising ``IndexCorruptError`` when the index cannot be read.
+        file instead of raising ``IndexCorruptError`` when the index cannot be read. A merge-on-read
+        table's files are pruned each on its own statistics, then every file of a slice is kept
+        when one is (``index_store.slices``); ``file_slices`` groups the kept files by slice.
         """
         if isinstance(expr, str):
             raise TypeError(
@@ -289,13 +343,8 @@ class IndexedTable:
         except IndexCorruptError as exc:
             if on_corrupt != "keep_all":
                 raise
-            every_file = self._abs_all(f.path for f in self.reader.list_files())
-            return PruneResult(
-                every_file,
-                len(every_file),
-                note="the index is unreadable: every file is kept",
-                not_used=not_used,
-                index_error=str(exc),
+            return self._every_file(
+                note="the index is unreadable: every file is kept", not_used=not_used, index_error=str(exc)
             )
 
         def explanation() -> Explanation:
@@ -304,17 +353,25 @@ class IndexedTable:
         def removed_by() -> dict[str, int]:
             return sourced.removed_by(bound)
 
+        whole = not reads_whole_files(self.reader)
+        kept = mask.to_numpy(zero_copy_only=False)
         if not verify_files:
-            kept = stats.files.filter(mask).to_pylist()
+            if whole:
+                kept = loaded.slice_groups().keep_whole(kept, None)
             return PruneResult(
-                self._abs_all(kept),
+                self._abs_all(loaded.paths.filter(pa.array(kept)).to_pylist()),
                 len(loaded.paths),
                 not_used=not_used,
                 _explain=explanation,
                 _removed_by=removed_by,
+                whole_slices=whole,
+                _slices=self._slices_made(loaded, kept, None, ()),
             )
         disk = self._on_disk(loaded, stat=verify_files == "stat")
-        kept = disk.present & (mask.to_numpy(zero_copy_only=False) | disk.changed)
+        kept = disk.present & (kept | disk.changed)
+        unknown_files = disk.unknown_files() if whole else ()
+        if whole:
+            kept = loaded.slice_groups().keep_whole(kept, disk.present, unknown_files)
         unknown = self._abs_all(disk.unknown)
         changed = loaded.paths.filter(pa.array(disk.changed)).to_pylist() if disk.changed.any() else []
         return PruneResult(
@@ -325,6 +382,61 @@ class IndexedTable:
             not_used=not_used,
             _explain=explanation,
             _removed_by=removed_by,
+            whole_slices=whole,
+            _slices=self._slices_made(loaded, kept, disk, unknown_files),
+        )
+
+    def _slices_made(
+        self, loaded: LoadedVersion, kept: np.ndarray, disk: OnDisk | None, unknown: Sequence[DataFile]
+    ) -> Callable[[], tuple[list[PrunedSlice], int]]:
+        """What makes ``PruneResult.file_slices`` on demand: the kept index entries (``kept``) and
+        the unindexed files on disk (all kept), grouped by slice, and the slices of the table."""
+        prefix = self.root.rstrip(os.sep) + os.sep
+        whole = not reads_whole_files(self.reader)
+
+        def made() -> tuple[list[PrunedSlice], int]:
+            others = list(unknown) if whole or disk is None else disk.unknown_files()
+            take = pa.array(np.flatnonzero(kept))
+            slices = slices_of(
+                prefix,
+                loaded.paths.take(take).to_pylist() + [f.path for f in others],
+                loaded.partitions(self.index_root).take(take).to_pylist() + [f.partition for f in others],
+                loaded.slice_keys().take(take).to_pylist() + _slice_keys_of(others),
+            )
+            live = None if disk is None else disk.present
+            if whole:
+                return slices, loaded.slice_groups().count(live, others)
+            return slices, (len(loaded.paths) if disk is None else disk.total)  # a slice per file
+
+        return made
+
+    def _every_file(
+        self,
+        *,
+        note: str,
+        not_used: tuple[str, ...],
+        index_error: str | None = None,
+        unknown: bool = False,
+    ) -> PruneResult:
+        """Every live file kept (the index unusable, or built before there were files), by slice."""
+        listed = self.reader.list_files()
+        every_file = self._abs_all(f.path for f in listed)
+        prefix = self.root.rstrip(os.sep) + os.sep
+
+        def made() -> tuple[list[PrunedSlice], int]:
+            paths, partitions = [f.path for f in listed], [f.partition for f in listed]
+            slices = slices_of(prefix, paths, partitions, _slice_keys_of(listed))
+            return slices, len(slices)
+
+        return PruneResult(
+            every_file,
+            len(every_file),
+            every_file if unknown else [],
+            note=note,
+            not_used=not_used,
+            index_error=index_error,
+            whole_slices=not reads_whole_files(self.reader),
+            _slices=made,
         )
 
     def _on_disk(self, loaded: LoadedVersion, stat: bool = False) -> OnDisk:
@@ -349,15 +461,23 @@ class IndexedTable:
         stats = self.stats(bound.references())
         mask = might_match(bound, stats).to_numpy(zero_copy_only=False)
         disk = self._on_disk(loaded)
+        kept = disk.present & (mask | disk.changed)
+        whole = all_match(bound, stats).to_numpy(zero_copy_only=False) & ~disk.changed
+        if not reads_whole_files(self.reader):
+            groups = loaded.slice_groups()
+            kept = groups.keep_whole(kept, disk.present, disk.unknown_files())
+            # Every row of a base file matching proves nothing of its slice once a log file may
+            # have updated or deleted some of them: no exact answer from statistics there.
+            whole &= ~groups.with_logs()
         return Candidates(
             loaded,
             bound,
-            disk.present & (mask | disk.changed),
+            kept,
             disk.changed,
             list(disk.unknown),
             disk.total,
             disk.partition_values(),
-            all_match(bound, stats).to_numpy(zero_copy_only=False) & ~disk.changed,
+            whole,
         )
 
     def tag(
@@ -380,7 +500,9 @@ class IndexedTable:
         ``/`` is dropped; a well-formed partition the table lacks is new (its keys are inserts);
         one that cannot be mapped raises ``PartitionPathError``. ``using``: ``bloom`` (key ranges,
         bloom filters, then reading the candidates' key columns), ``record`` (the record index) or
-        ``auto`` (the record index when built). Returns rows in input order: ``key``,
+        ``auto`` (the record index when built); any other index source that locates keys
+        (``index_store.sources``) is asked too, and the pairs all answers hold are kept. Returns
+        rows in input order: ``key``,
         ``partition`` (the mapped path given, else the file's), ``file`` (absolute path; null for
         an insert); ``index_store.tagging.tag_stats(result)`` gives per-stage counts.
 
@@ -391,8 +513,10 @@ class IndexedTable:
         The index must be current: files added or rewritten since the last sync raise
         ``IndexStaleError`` (``sync=True`` syncs first), since a key in an unindexed file would
         otherwise be reported as an insert. Null and empty keys raise ``RecordKeyError``: Hudi's
-        key generators refuse both (``HoodieKeyException``), so no table holds one.
+        key generators refuse both (``HoodieKeyException``), so no table holds one. A merge-on-read
+        table raises ``MergedReadError``: a key's newest version may be in a log file.
         """
+        require_file_reads(self.reader, "tagging record keys (tag)")
         loaded = self._load().require_built(self.root)
         spec, method = tag_method(loaded.snap.config, self.root, using)
         check_on_duplicate(on_duplicate)
@@ -422,7 +546,9 @@ class IndexedTable:
         """Record keys held by more than one live data file (a key, partition and file per row),
         from the record index (or, without one, by reading every file's keys): a table breaking
         key uniqueness (``tag`` names every copy, or refuses with ``on_duplicate="error"``).
-        Empty when keys are unique."""
+        Empty when keys are unique. A merge-on-read table raises ``MergedReadError`` (a key in a base
+        file and in a log file of its slice is one record, not two)."""
+        require_file_reads(self.reader, "finding duplicate record keys (duplicate_keys, hudi-index check)")
         loaded = self._load().require_built(self.root)
         spec = RecordKeySpec.from_config(loaded.snap.config)
         if spec is None:
@@ -458,13 +584,10 @@ class IndexedTable:
 
     def _prune_without_columns(self, not_used: tuple[str, ...]) -> PruneResult:
         """The index was built when the table had no data files: whatever is there now is unknown."""
-        on_disk = self._abs_all(f.path for f in self.reader.list_files())
-        note = (
-            "the table had no data files when the index was built: run sync"
-            if on_disk
-            else "the table has no data files"
-        )
-        return PruneResult(on_disk, len(on_disk), on_disk, note=note, not_used=not_used)
+        if not self.reader.list_files():
+            return self._every_file(note="the table has no data files", not_used=not_used, unknown=True)
+        note = "the table had no data files when the index was built: run sync"
+        return self._every_file(note=note, not_used=not_used, unknown=True)
 
     def _abs_all(self, rels: Iterable[str]) -> list[str]:
         # Plain concatenation: os.path.join per file costs more than pruning a million of them.

@@ -42,6 +42,8 @@ from index_store.secondary.definitions import IndexDefinition
 from index_store.secondary.kinds import UnsupportedColumnError, index_kind
 from index_store.secondary.kinds import kinds as index_kinds
 from index_store.tables.base import DataFile, TableReader
+from index_store.tables.hudi_files import parse_base, parse_log_file_name
+from index_store.tables.rows import reads_whole_files, require_file_reads
 from index_store.timeline import Commit, IndexTimeline, Operation, Snapshot
 
 __all__ = ["IndexWriter"]
@@ -110,6 +112,9 @@ class IndexWriter:
         stay here, so the index is the same. A folder holding no parquet file and no Hudi table,
         yet other files, raises ``NotATableError`` and nothing is written.
         """
+        if compute is not None or compute_keys is not None or compute_index_files is not None:
+            # Those read each data file as parquet (executors): log files need their own reader.
+            require_file_reads(self.reader, "a build with compute functions (a distributed build)")
         files = _tables.list_files(self.reader, stat=True)
         _tables.require_table(self.reader, files)
         stored = self.stored_config(stacklevel=4)  # warnings name the caller of IndexedTable.build
@@ -118,14 +123,25 @@ class IndexWriter:
             if record_index_shards < 1 or record_index_shards & (record_index_shards - 1):
                 raise ValueError(f"record_index_shards must be a power of two, not {record_index_shards}")
             config = dataclasses.replace(config, record_index_shards=record_index_shards)
-        built = (compute or compute_stats)(
-            self.root,
-            files,
-            self.reader.partition_schema(),
-            bloom_columns=list(config.bloom_columns),
-            fpp=config.fpp,
-            progress=progress,
-        )
+        if compute is not None:
+            built = compute(
+                self.root,
+                files,
+                self.reader.partition_schema(),
+                bloom_columns=list(config.bloom_columns),
+                fpp=config.fpp,
+                progress=progress,
+            )
+        else:
+            built = compute_stats(
+                self.root,
+                files,
+                self.reader.partition_schema(),
+                bloom_columns=list(config.bloom_columns),
+                fpp=config.fpp,
+                progress=progress,
+                log_records_whole=self.reader.log_records_whole,
+            )
         if compute is not None and [f.path for f in built.files] != [f.path for f in files]:
             raise ValueError("compute returned stats of other files than it was given (or out of order)")
         if files:
@@ -280,6 +296,8 @@ class IndexWriter:
             bloom_columns=[c for c in bloom_columns if c not in self.reader.partition_schema().names],
             fpp=snap.config.fpp,
             progress=progress,
+            table_schema=snap.schema,  # log records take the types the index already has
+            log_records_whole=self.reader.log_records_whole,
         )
         spec = RecordKeySpec.from_config(snap.config)
         file_keys = (
@@ -509,6 +527,10 @@ class IndexWriter:
         items = list(added)
         wanted = {self._rel(a) for a in items if not isinstance(a, DataFile)}
         described = [a for a in items if isinstance(a, DataFile)]
+        if not reads_whole_files(self.reader):
+            # A file slice is kept whole by its file group: a caller's DataFile without one would
+            # stand alone, and a base file pruned apart from its log files loses their rows.
+            described = [_with_file_group(f) for f in described]
         if wanted:
             listing = {f.path: f for f in _tables.list_files(self.reader, stat=True)}
             missing = sorted(wanted - listing.keys())
@@ -516,6 +538,15 @@ class IndexWriter:
                 raise FileNotFoundError(f"not live data files of {self.root}: {missing[:3]}")
             described += [listing[p] for p in sorted(wanted)]
         return described
+
+
+def _with_file_group(f: DataFile) -> DataFile:
+    """``f`` with the Hudi file id its name says, when it names none."""
+    if f.file_group is not None:
+        return f
+    name = os.path.basename(f.path)
+    parsed = parse_log_file_name(name) or parse_base(name)
+    return dataclasses.replace(f, file_group=parsed.file_id) if parsed is not None else f
 
 
 def _check_definitions(definitions: Sequence[IndexDefinition], schema: pa.Schema, root: str) -> None:

@@ -22,10 +22,7 @@ import hudi
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from index_store import IndexedTable
 from index_store.datagen.hudi_mor import DeltaCommit, MorTable, write_mor_table
-from index_store.tables.base import DataFile, Listing
-from index_store.tables.hudi import HudiTable
 
 START = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
 REGIONS = ("eu", "us", "apac")
@@ -190,22 +187,3 @@ def assert_same_rows(ours: pa.Table, expected: pa.Table) -> None:
     mine = Counter(zip(*[_normalized(ours.column(c)) for c in columns], strict=True))
     theirs = Counter(zip(*[_normalized(expected.column(c)) for c in columns], strict=True))
     assert mine == theirs
-
-
-class _BaseFilesOnly(HudiTable):
-    """A Hudi table listing its base files only: an index built through it holds statistics of
-    base files, and every log file is a file it does not know (kept by every prune)."""
-
-    def list_files(self) -> list[DataFile]:
-        return [f for f in super().list_files() if f.path.endswith(".parquet")]
-
-    def listing(self, *, stat: bool = False) -> Listing:
-        return Listing(self.list_files())
-
-
-def build_on_base_files(root: Path) -> None:
-    """Index the base files of the merge-on-read table at ``root`` (its log files stay unindexed),
-    so that pruning runs on this branch before index builds read log files (issue 23's pruning
-    branch). Sound: a slice is read whole when any of its files is kept, and unknown log files
-    always are."""
-    IndexedTable(_BaseFilesOnly(str(root)), root / ".hoodie" / ".index").build(progress=False)

@@ -33,6 +33,7 @@ from index_store.secondary.statements import (
     parse_statement,
     run_statement,
 )
+from index_store.tables.rows import require_file_reads
 
 __all__ = [
     "add_index_commands",
@@ -121,6 +122,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     """Build the index files missing for live files (``--all``: every one), of one index or all."""
     t0 = time.perf_counter()
     table = require_built(open_from_args(args))
+    require_file_reads(table.reader, "building secondary index files (index build)")  # before "create one"
     if not table.indexes():
         create = _command(args, "create", "--columns", "COLUMN")
         raise ValueError(f"{table.root} has no secondary index to build: create one first ({create})")

@@ -246,17 +246,20 @@ def _tag(table: IndexedTable, keys: _Keys, using: str, sync: bool, on_duplicate:
 
 
 def _merged_stats(parts: list[TagStats]) -> TagStats:
-    """One ``TagStats`` of chunked runs: counters and stage times summed (the file count is one)."""
+    """One ``TagStats`` of chunked runs: counters, stage times and the pairs each index source
+    answered summed (the file count is one)."""
     first = parts[0]
     seconds: collections.Counter[str] = collections.Counter()
+    by_source: collections.Counter[str] = collections.Counter()
     for p in parts:
         seconds.update(p.seconds)
+        by_source.update(p.pairs_by_source)
     summed = {
         f.name: sum(getattr(p, f.name) for p in parts)
         for f in dataclasses.fields(TagStats)
         if f.name != "files" and isinstance(getattr(first, f.name), int)
     }
-    return dataclasses.replace(first, **summed, seconds=dict(seconds))
+    return dataclasses.replace(first, **summed, seconds=dict(seconds), pairs_by_source=dict(by_source))
 
 
 def cmd_tag(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -119,7 +120,7 @@ def _shorten(text: str, width: int = 240) -> str:
 
 
 def _result_json(result: PruneResult) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "kept": result.kept,
         "total": result.total,
         "files": result.files,
@@ -128,6 +129,10 @@ def _result_json(result: PruneResult) -> dict[str, Any]:
         "index_used": result.index_used,
         "notes": result.notes(),
     }
+    if result.whole_slices:  # merge-on-read: which files make each kept slice
+        out["file_slices"] = [dataclasses.asdict(s) for s in result.file_slices]
+        out["total_slices"] = result.total_slices
+    return out
 
 
 def _warn_if_unused(args: argparse.Namespace, result: PruneResult) -> None:

@@ -30,6 +30,7 @@ from hudi_expr import AlwaysTrue, ColumnStats, Expression, FileStats, might_matc
 from index_store import IndexedTable, open_table
 from index_store.clustering import STRATEGIES, Strategy
 from index_store.curves import curve_keys
+from index_store.tables.rows import require_file_reads
 
 __all__ = ["Advice", "Candidate", "QueryReads", "advise"]
 
@@ -83,6 +84,7 @@ def advise(
     to weigh; default every order of up to ``max_columns`` of the columns the predicates use most,
     sorted (linear), and every set of two or more of them on each curve."""
     indexed = table if isinstance(table, IndexedTable) else open_table(table)
+    require_file_reads(indexed.reader, "advising a clustering (it samples rows)")
     name = name or os.path.basename(indexed.root.rstrip("/"))
     con = duckdb.connect()
     register(con, name, indexed)

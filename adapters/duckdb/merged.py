@@ -27,8 +27,8 @@ from collections.abc import Sequence
 import duckdb
 
 from adapters.duckdb.splice import quote_name
-from index_store import IndexedTable
-from index_store.merged import MergedSlices, QueryType, query_type_of, slices_of_files
+from index_store import IndexedTable, PruneResult
+from index_store.merged import MergedSlices, QueryType, kept_slices, query_type_of
 from index_store.merged.schema import MergedLayout
 from index_store.tables.base import FileSlice
 
@@ -57,12 +57,10 @@ class MergedView:
         """The view's query: the live stream."""
         return f"SELECT * FROM {quote_name(self.hidden)}"
 
-    def kept_read(self, result_files: Sequence[str] | None, columns: Sequence[tuple[str, str]]) -> str:
-        """A subquery reading the slices holding ``result_files`` (``PruneResult.files``; None:
-        every slice) merged, with the registered ``columns`` (name, DuckDB type)."""
-        slices = self.table.reader.file_slices()
-        if result_files is not None:
-            slices = slices_of_files(slices, self.table.root, result_files)
+    def kept_read(self, result: PruneResult | None, columns: Sequence[tuple[str, str]]) -> str:
+        """A subquery reading the slices ``result`` keeps (None: none) merged, with the registered
+        ``columns`` (name, DuckDB type)."""
+        slices = [] if result is None else kept_slices(self.table, result)
         projection = ", ".join(f"CAST({quote_name(c)} AS {t}) AS {quote_name(c)}" for c, t in columns)
         if not slices:
             nulls = ", ".join(f"CAST(NULL AS {t}) AS {quote_name(c)}" for c, t in columns)

@@ -50,6 +50,7 @@ from index_store.hudi_bloom import HudiBloomFilter
 from index_store.partitions.base import FileKeys
 from index_store.record_key import RecordKeySpec
 from index_store.tables.base import DataFile
+from index_store.tables.rows import require_file_reads
 
 __all__ = ["build_index", "compute_keys_on_spark"]
 
@@ -77,6 +78,8 @@ def build_index(
     if files_per_task is not None and files_per_task < 1:
         raise ValueError(f"files_per_task must be at least 1, not {files_per_task}")
     indexed = table if isinstance(table, IndexedTable) else open_table(table, index_path)
+    # Executors read each data file as parquet: a log file is no parquet file.
+    require_file_reads(indexed.reader, "an index build on Spark (adapters.spark.build_index)")
     return indexed.build(
         bloom_columns=bloom_columns,
         fpp=fpp,

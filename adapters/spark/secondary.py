@@ -26,6 +26,7 @@ from index_store.errors import IndexCorruptError, IndexStaleError, TableFormatEr
 from index_store.secondary import IndexUse, UseRules
 from index_store.secondary.api import RowSelection
 from index_store.secondary.build import Counts, FileTask, index_file_bytes_for
+from index_store.tables.rows import require_file_reads
 
 __all__ = [
     "SecondarySkip",
@@ -58,6 +59,7 @@ def build_secondary_index(
     if strategy not in ("incremental", "all"):
         raise ValueError(f"strategy must be 'incremental' or 'all', not {strategy!r}")
     indexed = table if isinstance(table, IndexedTable) else open_table(table, index_path)
+    require_file_reads(indexed.reader, "building secondary index files on Spark (build_secondary_index)")
     return indexed.build_index(
         name,
         "all" if strategy == "all" else "incremental",

@@ -73,6 +73,7 @@ from index_store.partitions import RECORD_INDEX_SCHEMA, read_files
 from index_store.partitions.base import live_positions
 from index_store.partitions.record_keys import RecordKeysPartition, read_record_key_rows
 from index_store.record_key import UNKNOWN, RecordKeySpec
+from index_store.tables.rows import require_file_reads
 from index_store.tagging.partitions import PartitionLayout
 from index_store.tagging.ranges import SortedBounds, needs_both_orders, range_pairs
 from index_store.tagging.stats import TagMethod
@@ -151,6 +152,7 @@ def tag_with_stats(
 ) -> tuple[DataFrame, SparkTagStats]:
     """``tag``, and what its stages did and took (``SparkTagStats``)."""
     indexed = table if isinstance(table, IndexedTable) else open_table(table)
+    require_file_reads(indexed.reader, "tagging record keys on Spark (adapters.spark.tag)")
     live = _live_index(indexed)
     config = live.config
     spec, method = tag_method(config, indexed.root, using)

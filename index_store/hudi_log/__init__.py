@@ -11,7 +11,8 @@ A truncated or corrupt block is reported and skipped as Hudi skips it, never an 
 - ``decode_block``: one block's content (``DataRows``, ``DeleteKeys``, ``Rollback``);
 - ``scan_log_files``: the records that count in the log files of one file slice, with their key,
   partition path, ordering value, delete marker, instant and write order (``records.py``);
-  ``valid_instants`` turns a timeline into the instants that count;
+  ``valid_instants`` turns a timeline into the instants that count; ``block_fates`` says which
+  blocks count without decoding them;
 - ``encode_data_block``, ``encode_delete_block``, ``encode_command_block``, ``block_header`` and
   ``frame``: blocks as Hudi writes them.
 """
@@ -48,6 +49,7 @@ from index_store.hudi_log.scan import (
     BlockFate,
     LogScan,
     ScannedBlock,
+    block_fates,
     scan_blocks,
     scan_log_files,
     valid_instants,
@@ -75,6 +77,7 @@ __all__ = [
     "LogScan",
     "Rollback",
     "ScannedBlock",
+    "block_fates",
     "block_header",
     "decode_block",
     "encode_command_block",

@@ -32,7 +32,15 @@ from index_store.hudi_log.records import OrderingTypeError, content_records, pro
 from index_store.record_key import RecordKeySpec
 from index_store.tables.hudi_timeline import HudiTimeline
 
-__all__ = ["BlockFate", "LogScan", "ScannedBlock", "scan_blocks", "scan_log_files", "valid_instants"]
+__all__ = [
+    "BlockFate",
+    "LogScan",
+    "ScannedBlock",
+    "block_fates",
+    "scan_blocks",
+    "scan_log_files",
+    "valid_instants",
+]
 
 ValidInstants = Callable[[str], bool] | Collection[str]
 
@@ -96,8 +104,21 @@ def scan_blocks(
     partition_path: str | None = None,
 ) -> LogScan:
     """``scan_log_files`` over blocks already read, in write order."""
-    is_valid = valid if callable(valid) else frozenset(valid).__contains__
     blocks = list(blocks)
+    fates = block_fates(blocks, valid)
+    records = _records(
+        [b for b, f in zip(blocks, fates, strict=True) if f is BlockFate.KEPT and isinstance(b, LogBlock)],
+        key_spec=key_spec,
+        ordering_field=ordering_field,
+        partition_path=partition_path,
+    )
+    return LogScan(records, tuple(ScannedBlock(b, f) for b, f in zip(blocks, fates, strict=True)))
+
+
+def block_fates(blocks: Sequence[LogBlock | CorruptBlock], valid: ValidInstants) -> list[BlockFate]:
+    """What becomes of each block, in write order (this module's rules), without decoding any
+    data or delete block: ``KEPT`` for those whose records count."""
+    is_valid = valid if callable(valid) else frozenset(valid).__contains__
     fates: list[BlockFate] = []
     queued: list[tuple[int, LogBlock]] = []  # data and delete blocks that count so far
     for i, block in enumerate(blocks):
@@ -118,13 +139,7 @@ def scan_blocks(
             queued.append((i, block))
         else:
             fates.append(BlockFate.NOT_VALID)
-    records = _records(
-        [block for _, block in queued],
-        key_spec=key_spec,
-        ordering_field=ordering_field,
-        partition_path=partition_path,
-    )
-    return LogScan(records, tuple(ScannedBlock(b, f) for b, f in zip(blocks, fates, strict=True)))
+    return fates
 
 
 def valid_instants(timeline: HudiTimeline, as_of: str | None = None) -> Callable[[str], bool]:

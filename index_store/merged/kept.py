@@ -4,9 +4,10 @@ A slice's rows are its base file merged with its log files, so a slice is read w
 its files is kept: a row may match through its base file (not updated since) or through a log
 record (inserted or updated), and hudi-rs needs every file of the slice to merge either.
 
-``slices_of_files`` maps ``PruneResult.files`` (absolute paths) onto the table's slices. It stands
-in until pruning returns the kept slices itself (``PruneResult.file_slices``, issue 23's pruning
-branch); callers go through ``kept_slices``, the one place to switch.
+Pruning already keeps whole slices and names them (``PruneResult.file_slices``); ``kept_slices``
+finds them among the table's live slices (``FileSlice``: the files with their instants and
+partition values, what a merged read needs). A result made by hand, whose slices are its files one
+by one, is mapped by its files instead (``slices_of_files``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,12 @@ def slices_of_files(slices: Sequence[FileSlice], root: str, files: Iterable[str]
 def kept_slices(table: IndexedTable, result: PruneResult | None) -> list[FileSlice]:
     """The live slices of ``table`` that ``result`` keeps (all of them for None: no index)."""
     slices = table.reader.file_slices()
-    return slices if result is None else slices_of_files(slices, table.root, result.files)
+    if result is None:
+        return slices
+    if not result.whole_slices:  # made by hand (every file, no index): its files say which
+        return slices_of_files(slices, table.root, result.files)
+    kept = {(s.partition, s.file_id) for s in result.file_slices}
+    return [s for s in slices if (s.partition, s.file_id) in kept]
 
 
 def pruned_slices(table: IndexedTable, expr: Expression) -> list[FileSlice]:

@@ -28,6 +28,7 @@ from index_store.errors import TableFormatError
 from index_store.merged.hudi_rs import SliceMerger
 from index_store.merged.schema import MergedLayout, conform
 from index_store.tables.base import FileSlice, TableReader
+from index_store.tables.rows import reads_whole_files
 
 __all__ = ["QUERY_TYPES", "MergedSlices", "QueryType", "needs_merge", "query_type_of", "read_slices"]
 
@@ -39,7 +40,7 @@ _AHEAD = 4  # slices read ahead of the one being returned
 
 def needs_merge(reader: TableReader) -> bool:
     """Whether a table's rows are file slices merged (merge-on-read), not whole data files."""
-    return reader.read_as == "slices"
+    return not reads_whole_files(reader)
 
 
 def query_type_of(value: str) -> QueryType:

@@ -1,5 +1,6 @@
 """The ``files`` partition: one row per data file and index version (path, size, modification time,
-row count, data instant), the newest row of a ``file_idx`` winning; a tombstone row forgets it."""
+row count, data instant, slice key), the newest row of a ``file_idx`` winning; a tombstone row
+forgets it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from index_store.keys import slice_keys
 from index_store.partitions.base import Batch, LiveIndex, open_index_file, read_index_file, write_index_file
+from index_store.tables.base import DataFile
 
 __all__ = ["FILES_SCHEMA", "LOAD_COLUMNS", "FilesPartition", "LiveRows", "read_files", "read_live_files"]
 
@@ -26,11 +29,15 @@ FILES_SCHEMA = pa.schema(
         ("deleted", pa.bool_()),
         ("version", pa.int64()),
         ("mtime", pa.int64()),  # ns; null in indexes written before it was recorded
+        # Hash of partition and Hudi file id (keys.slice_keys): the files of one file slice (a base
+        # file and its log files) share it; null for plain tables and in indexes written before it
+        # was recorded (each file a slice of its own).
+        ("slice_key", pa.int64()),
     ]
 )
 
 # Columns an older index may lack: read as nulls (unknown), never as an error.
-_ADDED_LATER = {"mtime"}
+_ADDED_LATER = {"mtime", "slice_key"}
 
 # What pruning needs of each file (and what tells a file rewritten since it was indexed).
 LOAD_COLUMNS = ("file_idx", "path", "row_count", "deleted", "version", "size", "mtime")
@@ -56,6 +63,7 @@ class FilesPartition:
                 "deleted": pa.array([False] * len(files) + [True] * len(gone)),
                 "version": pa.array(np.full(n, batch.version, dtype=np.int64)),
                 "mtime": pa.array([f.mtime_ns for f in files] + [None] * len(gone), pa.int64()),
+                "slice_key": pa.concat_arrays([_slice_keys(files), pa.nulls(len(gone), pa.int64())]),
             }
         )
         return write_files(root, rows)
@@ -64,6 +72,13 @@ class FilesPartition:
         version = pa.array(np.full(len(index.files), index.version, dtype=np.int64))
         rows = index.files.set_column(index.files.schema.get_field_index("version"), "version", version)
         return write_files(root, rows)
+
+
+def _slice_keys(files: Sequence[DataFile]) -> pa.Int64Array:
+    return slice_keys(
+        pa.array([f.partition for f in files], pa.string()),
+        pa.array([f.file_group for f in files], pa.string()),
+    )
 
 
 def write_files(root: Path, rows: pa.Table) -> str:

@@ -56,7 +56,9 @@ from index_store.secondary.select import (
     select_rows,
     worker_pool,
 )
+from index_store.sources import RowAnswer, RowQuery, sourced_rows
 from index_store.tables.base import TableReader
+from index_store.tables.rows import require_file_reads
 from index_store.timeline import Commit, IndexTimeline, Operation, Snapshot
 
 if TYPE_CHECKING:
@@ -99,6 +101,9 @@ class RowSelection:
     # Unreadable secondary index files (or manifest) read past with ``on_corrupt="scan"``: their
     # files' rows are all candidates. One line each, for ``explain()`` and the engines' warnings.
     corrupt: tuple[str, ...] = ()
+    # How each index source that answered selected rows (``index_store.sources``), in the order
+    # they were asked; ``use`` is the first whose rows were used (else the first).
+    uses: tuple[IndexUse, ...] = ()
 
     def row_ids(self) -> dict[str, pa.Array]:
         """``{file: uint64 row positions}``; files whose selection is empty are left out."""
@@ -118,7 +123,8 @@ class RowSelection:
         kept = sum(1 for r, n in zip(self.rows, self.row_counts, strict=True) if _maybe_rows(r, n))
         selected = [r.count for r in self.rows]
         known = sum(c for c in selected if c is not None)
-        lines = [self.use.explain(), f"files with candidate rows: {kept} of {self.total_files}"]
+        lines = [self.use.explain(), *(u.explain() for u in self.uses if u is not self.use)]
+        lines.append(f"files with candidate rows: {kept} of {self.total_files}")
         if self.use.used:
             unknown = sum(1 for c in selected if c is None)
             lines.append(
@@ -166,6 +172,7 @@ class SecondaryIndexes:
     ) -> int:
         """Record a secondary index definition (a commit; no index file is built yet: see
         ``build_index``); returns the commit's version."""
+        require_file_reads(self.reader, "creating a secondary index (create_index)")
         cols = (columns,) if isinstance(columns, str) else tuple(columns)
         try:
             kind = index_kind(index_type)
@@ -269,6 +276,7 @@ class SecondaryIndexes:
         (sync first); they stay candidates with all their rows. ``compute`` computes the index
         files elsewhere (e.g. ``adapters.spark.build_secondary_index``: one Spark task per base
         file); the files are the same bytes as a local build's."""
+        require_file_reads(self.reader, "building secondary index files (build_index)")
         if strategy not in ("incremental", "all"):
             raise ValueError(f"strategy must be 'incremental' or 'all', not {strategy!r}")
         loaded = self._load()
@@ -452,11 +460,14 @@ class SecondaryIndexes:
         rules: UseRules | None = None,
         on_corrupt: Literal["raise", "scan", "keep_all"] = "raise",
     ) -> RowSelection:
-        """The candidate rows of each file for ``expr`` (see ``row_ids``); with ``rules`` the index is
-        used only when they say it pays (otherwise every candidate file has all its rows).
+        """The candidate rows of each file for ``expr`` (see ``row_ids``): every index source that
+        selects rows is asked (``index_store.sources``: the secondary indexes, and any registered)
+        and their answers intersected. With ``rules`` the index is used only when they say it pays
+        (otherwise every candidate file has all its rows).
         ``on_corrupt``: ``raise`` ``IndexCorruptError`` for an unreadable secondary index file or
         manifest, or ``scan`` (also spelled ``keep_all``, as in ``prune``) to treat the files
         concerned as having no index (all their rows)."""
+        require_file_reads(self.reader, "selecting rows with the secondary index (select)")
         if on_corrupt not in ("raise", "scan", "keep_all"):
             raise ValueError(f"on_corrupt must be 'raise', 'scan' or 'keep_all', not {on_corrupt!r}")
         corrupt: list[IndexCorruptError] = []
@@ -472,7 +483,50 @@ class SecondaryIndexes:
         elif (error := self._load().secondary.manifest_error) is not None:
             raise error  # read past before, on_corrupt="scan"
         cand = self._candidates(expr)
-        loaded, bound = cand.loaded, cand.bound
+        loaded = cand.loaded
+        candidates = np.flatnonzero(cand.kept)
+        rel_paths = loaded.paths.take(pa.array(candidates)).to_pylist() if len(candidates) else []
+        changed = cand.changed[candidates]
+        row_counts = loaded.files["row_count"].to_numpy()[candidates].copy()
+        for j in np.flatnonzero(changed):
+            # Rewritten since indexed: its rows are the ones on disk now, every one a candidate.
+            row_counts[j] = _rows_of(os.path.join(self.root, rel_paths[j]))
+        query = RowQuery(
+            loaded,
+            self.root,
+            self.index_root,
+            cand.bound,
+            candidates,
+            rel_paths,
+            row_counts,
+            changed,
+            rules,
+            on_corrupt,
+            self,
+        )
+        found = sourced_rows(query)
+        # Files whose statistics prove every row matches: all rows, exactly (counted unread).
+        rows = [
+            FileRows(None, True) if w else r for r, w in zip(found.rows, cand.whole[candidates], strict=True)
+        ]
+        paths = self._abs_all(rel_paths)
+        # Files on disk the index does not know: every row is a candidate.
+        unknown = cand.unknown
+        return RowSelection(
+            files=paths + [os.path.join(self.root, u) for u in unknown],
+            row_counts=row_counts.tolist() + [_rows_of(os.path.join(self.root, u)) for u in unknown],
+            rows=rows + [FileRows(None, False)] * len(unknown),
+            use=found.use,
+            total_files=cand.total,
+            partition_values=[cand.partition_values.get(p, {}) for p in rel_paths + unknown],
+            corrupt=tuple(dict.fromkeys([*(_scanned(exc) for exc in corrupt), *found.notes])),
+            uses=found.uses,
+        )
+
+    def row_positions(self, query: RowQuery) -> RowAnswer:
+        """The secondary indexes' answer for ``query`` (``SecondaryIndexSource``): each leaf on an
+        indexed column looked up in each candidate's index file, when ``query.rules`` say it pays."""
+        loaded, bound, candidates = query.loaded, query.bound, query.candidates
         snap = loaded.snap
         usable = self.usable_manifest(loaded)
         built = loaded.secondary.built
@@ -487,14 +541,8 @@ class SecondaryIndexes:
             if any((d.index_type, c) in built for c in d.columns)
         ]
         planned = plan_lookups(bound, definitions)
-        candidates = np.flatnonzero(cand.kept)
-        rel_paths = loaded.paths.take(pa.array(candidates)).to_pylist() if len(candidates) else []
-        changed = cand.changed[candidates]
-        row_counts = loaded.files["row_count"].to_numpy()[candidates].copy()
-        for j in np.flatnonzero(changed):
-            # Rewritten since indexed: its rows are the ones on disk now, every one a candidate.
-            row_counts[j] = _rows_of(os.path.join(self.root, rel_paths[j]))
-        candidate_rows = int(row_counts.sum())
+        changed = query.changed
+        candidate_rows = int(query.row_counts.sum())
         cand_idx = pa.array(loaded.file_idx[candidates], pa.int64())
         index_files: dict[tuple[str, str], list[str | None]] = {}
         counts: dict[tuple[str, str], pa.Table] = {}
@@ -509,7 +557,7 @@ class SecondaryIndexes:
         absent = self._absent_keys(loaded, planned, candidates)
         sizes = loaded.files["size"].to_numpy()[candidates].tolist()
         mtimes = loaded.files["mtime"].combine_chunks().take(pa.array(candidates)).to_pylist()
-        expected = list(zip(rel_paths, sizes, mtimes, strict=True))
+        expected = list(zip(query.paths, sizes, mtimes, strict=True))
         # Index files the lookups would open: per leaf, candidates with one its blooms do not rule out.
         opened = max(
             (
@@ -522,44 +570,31 @@ class SecondaryIndexes:
             ),
             default=0,
         )
-        use = _decide(bound, planned, counts, candidate_rows, len(candidates), rules, opened)
-        if use.used:
-            key_schemas = {
-                (p.kind, p.column): pa.schema(
-                    [pa.field(p.column, index_kind(p.kind).key_type(snap.schema.field(p.column).type))]
-                )
-                for p in planned.values()
-            }
-            rows = select_rows(
-                bound,
-                planned,
-                range(len(candidates)),
-                index_files,
-                row_counts.tolist(),
-                self.index_root,
-                loaded.secondary.opened,
-                key_schemas,
-                on_corrupt,
-                absent,
-                expected,
-                corrupt,
+        use = _decide(bound, planned, counts, candidate_rows, len(candidates), query.rules, opened)
+        if not use.used:
+            return RowAnswer(None, use)
+        key_schemas = {
+            (p.kind, p.column): pa.schema(
+                [pa.field(p.column, index_kind(p.kind).key_type(snap.schema.field(p.column).type))]
             )
-        else:
-            rows = [FileRows(None, False)] * len(candidates)
-        # Files whose statistics prove every row matches: all rows, exactly (counted unread).
-        rows = [FileRows(None, True) if w else r for r, w in zip(rows, cand.whole[candidates], strict=True)]
-        paths = self._abs_all(rel_paths)
-        # Files on disk the index does not know: every row is a candidate.
-        unknown = cand.unknown
-        return RowSelection(
-            files=paths + [os.path.join(self.root, u) for u in unknown],
-            row_counts=row_counts.tolist() + [_rows_of(os.path.join(self.root, u)) for u in unknown],
-            rows=rows + [FileRows(None, False)] * len(unknown),
-            use=use,
-            total_files=cand.total,
-            partition_values=[cand.partition_values.get(p, {}) for p in rel_paths + unknown],
-            corrupt=tuple(dict.fromkeys(_scanned(exc) for exc in corrupt)),
+            for p in planned.values()
+        }
+        corrupt: list[IndexCorruptError] = []
+        selected = select_rows(
+            bound,
+            planned,
+            range(len(candidates)),
+            index_files,
+            query.row_counts.tolist(),
+            self.index_root,
+            loaded.secondary.opened,
+            key_schemas,
+            query.on_corrupt,
+            absent,
+            expected,
+            corrupt,
         )
+        return RowAnswer(selected, use, tuple(_scanned(exc) for exc in corrupt))
 
     def _absent_keys(
         self, loaded: LoadedVersion, planned: Mapping[Predicate, Any], candidates: np.ndarray
@@ -582,6 +617,7 @@ class SecondaryIndexes:
         """RFC-51's ``getRowIdSet``: ``{file: uint64 row positions}`` of the rows that may match
         ``expr`` (exactly the matching rows where every leaf is indexed; a superset otherwise).
         Files with no candidate row are left out; files without a usable index file have all rows."""
+        require_file_reads(self.reader, "row ids from the secondary index (row_ids)")
         return self.select(expr).row_ids()
 
     def read(
@@ -592,6 +628,7 @@ class SecondaryIndexes:
     ) -> pa.Table:
         """The rows where ``expr`` is TRUE, reading only the row groups that hold selected rows
         (when the index pays, by ``rules``; otherwise whole candidate files)."""
+        require_file_reads(self.reader, "reading rows (read)")
         selection = self.select(expr, rules or UseRules())
         return self._read_selection(selection, expr, columns)
 
@@ -632,6 +669,7 @@ class SecondaryIndexes:
     def count(self, expr: Expression) -> int:
         """Rows where ``expr`` is TRUE: from the index alone for files whose selection is exact (and
         from row counts where statistics prove every row matches), reading only the others."""
+        require_file_reads(self.reader, "counting rows (count)")
         selection = self.select(expr)
         total = 0
         rest = []
@@ -646,6 +684,7 @@ class SecondaryIndexes:
 
     def exists(self, expr: Expression) -> bool:
         """Is there a row where ``expr`` is TRUE? From the index alone when an exact selection has one."""
+        require_file_reads(self.reader, "testing whether a row exists (exists)")
         selection = self.select(expr)
         if any(
             r.exact and _maybe_rows(r, n) for r, n in zip(selection.rows, selection.row_counts, strict=True)

@@ -54,7 +54,8 @@ class FileRows:
 
 @dataclass(frozen=True)
 class IndexUse:
-    """Whether the secondary index was used for a predicate, and why (for ``explain()``)."""
+    """Whether an index source (the secondary index, unless ``source`` says another) was used to
+    select rows for a predicate, and why (for ``explain()``)."""
 
     used: bool
     reason: str
@@ -62,9 +63,10 @@ class IndexUse:
     estimated_rows: float | None = None
     candidate_rows: int = 0
     lookups: dict[str, str] = field(default_factory=dict)  # leaf -> index type that answers it
+    source: str = "secondary index"
 
     def explain(self) -> str:
-        head = "secondary index used" if self.used else "secondary index not used"
+        head = f"{self.source} used" if self.used else f"{self.source} not used"
         return f"{head}: {self.reason}"
 
 

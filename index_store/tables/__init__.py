@@ -24,6 +24,7 @@ from index_store.tables.hudi import HUDI_FORMAT, HudiCowTable, HudiTable
 from index_store.tables.plain import PLAIN_FORMAT, PlainParquetTable, require_directory
 from index_store.tables.refused import DELTA_FORMAT, ICEBERG_FORMAT
 from index_store.tables.registry import FormatRegistry, OpenOptions, TableFormat
+from index_store.tables.rows import reads_whole_files, require_file_reads
 
 __all__ = [
     "FORMATS",
@@ -46,6 +47,8 @@ __all__ = [
     "list_files",
     "listing",
     "open_reader",
+    "reads_whole_files",
+    "require_file_reads",
     "require_table",
 ]
 
@@ -86,11 +89,12 @@ def open_reader(
 
     Raises ``FileNotFoundError`` / ``NotADirectoryError`` for a bad path, ``TableFormatError`` for a
     ``.hoodie`` folder without properties or a folder inside a Hudi table, and
-    ``UnsupportedTableError`` for merge-on-read Hudi tables and for Delta Lake / Iceberg tables
-    (whose folders hold files their logs have removed, so reading them as plain directories would
-    return wrong results). ``partition_schema`` applies to plain directories only;
-    ``record_key_field`` overrides the record-key column of either kind; ``check_files`` says how a
-    plain directory's listing is checked (``tables.plain``).
+    ``UnsupportedTableError`` for Delta Lake / Iceberg tables (whose folders hold files their logs
+    have removed, so reading them as plain directories would return wrong results). A merge-on-read
+    Hudi table opens, with ``read_as == "slices"`` (``tables.rows`` refuses reads of its rows).
+    ``partition_schema`` applies to plain directories only; ``record_key_field`` overrides the
+    record-key column of either kind; ``check_files`` says how a plain directory's listing is
+    checked (``tables.plain``).
     """
     root = require_directory(path)
     return FORMATS.open(root, OpenOptions(partition_schema, record_key_field, check_files))

@@ -106,6 +106,9 @@ class TableReader(Protocol):
     kind: str  # its format's name, printed and stored in an index's config ("parquet", "hudi_cow", ...)
     read_as: ReadMethod  # how an engine reads it (see ``ReadMethod``)
     record_key_declared: bool  # the table declares its record key (an explicit key does not apply)
+    # A merged row is a base row or a log record as written (no field-by-field merge), so a log
+    # file's statistics bound the rows it brings; always True for tables without log files.
+    log_records_whole: bool
 
     def list_files(self) -> list[DataFile]:
         """The live data files: every file of ``file_slices()`` (for Hudi: the latest file slice of
@@ -168,6 +171,7 @@ class TableReaderBase:
     kind: str = ""
     read_as: ReadMethod = "files"
     record_key_declared: bool = False
+    log_records_whole: bool = True
 
     def list_files(self) -> list[DataFile]:
         raise NotImplementedError

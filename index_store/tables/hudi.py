@@ -9,7 +9,8 @@ completed ``replacecommit`` replaced (insert overwrite, clustering) and files of
 rolled-back instants are never read.
 
 ``HudiFormat.open`` (``open_reader``) opens both kinds. A merge-on-read table's ``read_as`` is
-``"slices"``: its rows are read merged (``index_store.merged``).
+``"slices"``: the index prunes it (log files have statistics of their own and a slice is kept whole),
+and its rows are read merged (``index_store.merged``).
 """
 
 from __future__ import annotations
@@ -56,6 +57,14 @@ __all__ = [
 RECORD_KEY_META_FIELD = "_hoodie_record_key"
 _PARTITION_META = ".hoodie_partition_metadata"
 _MAX_TABLE_VERSION = 9
+# Payloads whose merge keeps one record whole (the newest, or the one with the greatest ordering
+# value): a merged row is then a base row or a log record as written, never a mix of the two.
+_WHOLE_RECORD_PAYLOADS = {
+    "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+    "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+    "org.apache.hudi.common.model.EventTimeAvroPayload",
+}
+_WHOLE_RECORD_MODES = {"COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING"}
 # Partition path values are converted to these column types; others (timestamps, whose folder text
 # depends on the writer's time zone and format, binary, nested) are left out of partition_values.
 _CASTABLE = (pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal, pa.types.is_boolean)
@@ -163,6 +172,7 @@ class HudiTable(TableReaderBase):
         if self.merge_on_read:
             self.kind = "hudi_mor"
             self.read_as = "slices"  # a base file's rows are stale until merged with its log files
+        self.log_records_whole = self._merges_whole_records()
         self._record_key_override = record_key_field
 
     def __repr__(self) -> str:
@@ -188,6 +198,19 @@ class HudiTable(TableReaderBase):
     def merge_on_read(self) -> bool:
         """The table keeps updates in log files (``hoodie.table.type=MERGE_ON_READ``)."""
         return self._prop("hoodie.table.type", "COPY_ON_WRITE").upper() == "MERGE_ON_READ"
+
+    def _merges_whole_records(self) -> bool:
+        """A merged row is either a base row or a log record as written (commit or event time
+        ordering, Hudi's overwrite payloads), so a log file's statistics bound the rows it brings.
+        Not so with custom mergers, partial-update modes and payloads that keep a base value where
+        the log record has none (``OverwriteNonDefaultsWithLatestAvroPayload``, ...)."""
+        if self._prop("hoodie.table.partial.update.mode"):
+            return False
+        mode = self._prop("hoodie.record.merge.mode").upper()
+        if mode:
+            return mode in _WHOLE_RECORD_MODES
+        payload = self._prop("hoodie.table.payload.class") or self._prop("hoodie.compaction.payload.class")
+        return not payload or payload in _WHOLE_RECORD_PAYLOADS
 
     def _check_supported(self) -> None:
         table_type = self._prop("hoodie.table.type", "COPY_ON_WRITE").upper()

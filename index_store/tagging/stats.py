@@ -34,6 +34,8 @@ class TagStats:
     inserts: int = 0  # input keys found nowhere
     several_files: int = 0  # input keys found in more than one live file (a result row per file)
     seconds: dict[str, float] = field(default_factory=dict)  # per stage
+    # Per index source asked (``index_store.sources``): the pairs it answered, before intersecting.
+    pairs_by_source: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

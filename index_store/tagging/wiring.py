@@ -1,8 +1,10 @@
-"""Tagging wired to one loaded index version: ``IndexedTable.tag``'s sources (record index, key
-filters, leading-field bounds, a value index on the key) gathered into a ``TagContext``.
+"""Tagging wired to one loaded index version: what ``IndexedTable.tag``'s index sources read of
+it (record index, key filters, leading-field bounds) and a value index on the key, gathered into
+a ``TagContext``.
 
 The table checks the index is built and current (syncing when asked) and hands over the loaded
-version; everything tagging reads of it is set up here, each source in a small function.
+version; everything tagging reads of it is set up here, each part in a small function. Which
+sources answer is the list's business (``index_store.sources``).
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from index_store.errors import RecordKeyError
 from index_store.partitions.record_index import lookup_record_keys
 from index_store.record_key import RecordKeySpec
 from index_store.secondary.tagging import verify_with_index
+from index_store.tagging.locations import RecordMatches, TagContext
 from index_store.tagging.partitions import PartitionLayout
 from index_store.tagging.stats import TagMethod
-from index_store.tagging.tagger import OnDuplicate, RecordMatches, TagContext, tag_keys
+from index_store.tagging.tagger import OnDuplicate, tag_keys
 from index_store.tagging.verify import Verified, verify_pairs
 
 if TYPE_CHECKING:

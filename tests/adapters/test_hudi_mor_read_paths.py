@@ -3,12 +3,8 @@ own reader) reads it: DuckDB (``register``, ``sql``, ``execute``, ``hudi-index q
 (``IndexedTable.read``), Spark (``read``, ``prune``, the ``hudi_index`` data source), with and
 without a filter, on every real merge-on-read table of tests/data/hudi and tables written by
 ``index_store.datagen.hudi_mor``. A filtered read is compared with DuckDB's filter over hudi-rs's
-snapshot. ``query_type="read_optimized"`` reads base files only, as hudi-rs's read-optimized query.
-
-Pruned reads: until index builds read log files (issue 23's pruning branch), the index of a written
-table is built over its base files only (``mor_tables.build_on_base_files``): log files are then
-files the index does not know, which every prune keeps, so slices with log files are always read
-and slices without are pruned by their base file's statistics.
+snapshot. ``query_type="read_optimized"`` reads base files only, as hudi-rs's read-optimized query. Every
+table is indexed (log files included), so filtered reads are pruned reads.
 """
 
 from __future__ import annotations
@@ -23,7 +19,6 @@ from hudi_data import MOR_TABLES
 from mor_tables import (
     WRITTEN,
     assert_same_rows,
-    build_on_base_files,
     condition_for,
     filtered,
     hudi_rs_rows,
@@ -46,13 +41,13 @@ ALL = NON_EMPTY + list(WRITTEN)
 
 @pytest.fixture(scope="module")
 def tables(hudi_tables: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every real non-empty merge-on-read table (no index: it cannot be built over log files on
-    this branch) and every written one, its base files indexed."""
+    """Every real non-empty merge-on-read table and every written one, indexed."""
     base = tmp_path_factory.mktemp("mor-read")
     roots = {name: Path(shutil.copytree(hudi_tables[name], base / name)) for name in NON_EMPTY}
     for name, make in WRITTEN.items():
         roots[name] = make(base / name).root
-        build_on_base_files(roots[name])
+    for root in roots.values():
+        open_table(root).build(progress=False)
     return roots
 
 
@@ -108,12 +103,6 @@ def test_duckdb_pruned_references_read_kept_slices_merged(name: str, tables: dic
     con.close()
 
 
-@pytest.mark.xfail(
-    reason="building an index over log files comes with issue 23's pruning branch (i23-prune); "
-    "once merged this passes, and the marker goes",
-    raises=TableFormatError,
-    strict=True,
-)
 def test_pruned_reads_with_an_index_of_every_file(tmp_path: Path) -> None:
     """The index built as users build it (log files included): pruned DuckDB and pyarrow reads
     still return the merged snapshot's matching rows."""
@@ -136,7 +125,7 @@ def test_duckdb_view_is_live(tmp_path: Path) -> None:
     """A delta commit written after ``register`` is seen by the next query of the same view, plain
     or pruned, and a relation planned before it still reads what it was planned with."""
     table = WRITTEN["updates_deletes_v9"](tmp_path / "t")
-    build_on_base_files(table.root)
+    open_table(table.root).build(progress=False)
     con = duckdb.connect()
     duck.register(con, "t", table.root)
     before = duck.sql(con, "SELECT * FROM t WHERE id >= 450")

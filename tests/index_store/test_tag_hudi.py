@@ -142,11 +142,6 @@ def test_empty_hudi_tables_tag_everything_as_inserts(name: str, copy_table: Call
         assert t.tag(["a", "b"], using=method)["file"].null_count == 2  # type: ignore[arg-type]
 
 
-@pytest.mark.xfail(
-    reason="i23-read opens merge-on-read tables for reads; refusing their tagging (and building their "
-    "index over log files) is the i23-prune branch's, with this very test",
-    strict=True,
-)
 @pytest.mark.parametrize("name", MOR_TABLES)
 def test_merge_on_read_tables_cannot_be_tagged(name: str, copy_table: Callable[[str], Path]) -> None:
     """Their index holds log files' keys, but a key's newest version may be in a log: refused."""
