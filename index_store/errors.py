@@ -37,10 +37,10 @@ class MergedReadError(UnsupportedTableError):
     def __init__(self, root: str, action: str) -> None:
         super().__init__(
             f"{action} is not supported on merge-on-read table {root} yet: its rows are base files "
-            "merged with log files of updates and deletes, and reading its files one by one would give "
-            "wrong rows. Merged reads of merge-on-read tables come next; until then read it with "
-            "hudi-rs (hudi.HudiTable(root).read()) or Hudi itself. The index works on it: build, "
-            "update, sync, prune (hudi-index prune/files), explain, stats."
+            "merged with log files of updates and deletes, and this would read its files one by one, "
+            "which gives wrong rows. Its merged rows are read by IndexedTable.read, "
+            "adapters.duckdb.register (sql, execute, hudi-index query) and adapters.spark.read; the "
+            "index works on it: build, update, sync, prune (hudi-index prune/files), explain, stats."
         )
         self.root = root
         self.action = action
@@ -150,3 +150,17 @@ class UnsupportedLogBlockError(LogFormatError):
 class IndexSourceError(IndexStoreError, ValueError):
     """The list of index sources (``index_store.sources``) cannot do what is asked: a name taken
     twice, or no source left that answers a question (one of the built-in ones unregistered)."""
+
+
+class MergedReaderMissingError(IndexStoreError, ImportError):
+    """Reading a merge-on-read table's rows needs hudi-rs (the Python package ``hudi``), the Hudi
+    project's own reader, which merges each file slice's log files onto its base file; it is an
+    optional dependency (the ``hudi`` extra)."""
+
+    def __init__(self, root: str, reason: str) -> None:
+        super().__init__(
+            f"reading the rows of merge-on-read table {root} needs hudi-rs, the Python package 'hudi' "
+            f"({reason}): install it with pip install 'hudi-index[hudi]' (or pip install 'hudi>=0.5,<0.6'). "
+            "Pruning and the index work without it; so does query_type='read_optimized' (base files only)."
+        )
+        self.root = root

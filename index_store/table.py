@@ -30,6 +30,8 @@ from index_store.errors import IndexCorruptError, IndexStaleError, RecordKeyErro
 from index_store.keys import slice_keys
 from index_store.loaded import Candidates, LoadedVersion, OnDisk
 from index_store.loaded import compare_with_disk as _compare_with_disk
+from index_store.merged import rows as merged_rows
+from index_store.merged.read import QueryType, needs_merge, query_type_of
 from index_store.partitions import read_record_index
 from index_store.partitions.base import live_positions
 from index_store.record_key import RecordKeySpec
@@ -693,14 +695,27 @@ class IndexedTable:
         expr: Expression,
         columns: Sequence[str] | None = None,
         rules: UseRules | None = None,
+        query_type: QueryType = "snapshot",
     ) -> pa.Table:
-        """The rows where ``expr`` is TRUE (``SecondaryIndexes.read``)."""
+        """The rows where ``expr`` is TRUE (``SecondaryIndexes.read``). A merge-on-read table's
+        rows are its kept file slices merged by hudi-rs (``index_store.merged``); ``query_type=
+        "read_optimized"`` reads its base files only (the same rows for other tables)."""
+        query_type_of(query_type)
+        if needs_merge(self.reader):  # merge-on-read (issue 23): merged slices, not file rows
+            return merged_rows.read_rows(self, expr, columns, query_type)
         return self.secondary.read(expr, columns, rules)
 
-    def count(self, expr: Expression) -> int:
-        """Rows where ``expr`` is TRUE (``SecondaryIndexes.count``)."""
+    def count(self, expr: Expression, query_type: QueryType = "snapshot") -> int:
+        """Rows where ``expr`` is TRUE (``SecondaryIndexes.count``; merge-on-read: see ``read``)."""
+        query_type_of(query_type)
+        if needs_merge(self.reader):  # merge-on-read (issue 23)
+            return merged_rows.count_rows(self, expr, query_type)
         return self.secondary.count(expr)
 
-    def exists(self, expr: Expression) -> bool:
-        """Is there a row where ``expr`` is TRUE? (``SecondaryIndexes.exists``)."""
+    def exists(self, expr: Expression, query_type: QueryType = "snapshot") -> bool:
+        """Is there a row where ``expr`` is TRUE? (``SecondaryIndexes.exists``; merge-on-read: see
+        ``read``)."""
+        query_type_of(query_type)
+        if needs_merge(self.reader):  # merge-on-read (issue 23)
+            return merged_rows.exists_row(self, expr, query_type)
         return self.secondary.exists(expr)

@@ -430,6 +430,8 @@ def select_rows(
 ) -> tuple[RowSelection | None, str]:
     """``IndexedTable.select`` of the predicate when a leaf is on an indexed column; what was decided."""
     table = registration.table
+    if registration.merged is not None:  # merge-on-read (issue 23): no row is selected by position
+        return None, "secondary index not used: a merge-on-read table's rows are merged from its log files"
     try:
         definitions = table.snapshot().config.secondary_indexes
     except IndexCorruptError as exc:

@@ -15,6 +15,7 @@ import duckdb
 from adapters.duckdb.dynamic import (
     DYNAMIC_KEYS,
 )
+from adapters.duckdb.merged import MergedView
 from adapters.duckdb.splice import quote_name, sql_string
 from adapters.duckdb.view import LiveRead, live_read
 from hudi_expr import (
@@ -28,7 +29,7 @@ from index_store import (
     UseRules,
     open_table,
 )
-from index_store.tables.rows import require_file_reads
+from index_store.merged import QueryType, needs_merge, query_type_of
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Registration:
     rules: UseRules | None  # when the secondary index is used to read rows (None: always)
     dynamic_keys: int | None = DYNAMIC_KEYS  # join keys above this: min/max only (None: no dynamic)
     partition_columns: frozenset[str] = frozenset()  # hive partition columns DuckDB reads from paths
+    merged: MergedView | None = None  # a merge-on-read table: its view reads merged file slices
 
 
 _registry: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, Registration]] = (
@@ -59,6 +61,7 @@ def register(
     union_by_name: bool = False,
     rules: UseRules | None = UseRules(),  # noqa: B008 - frozen, never changed
     dynamic_keys: int | None = DYNAMIC_KEYS,
+    query_type: QueryType = "snapshot",
 ) -> None:
     """Make ``name`` a view over every file of ``table`` that ``sql(con, ...)`` reads pruned.
 
@@ -70,19 +73,34 @@ def register(
     whenever a predicate is on an indexed column). ``dynamic_keys``: the join keys of a filtered
     smaller side prune the table (``adapters.duckdb.dynamic``), by their values up to this many,
     above it by their min and max; None: never.
+
+    A merge-on-read Hudi table's view reads its live file slices merged by hudi-rs, listed anew at
+    each query (``adapters.duckdb.merged``); ``query_type="read_optimized"`` reads its base files
+    only (Hudi's read-optimized query). Other tables have no log files: both read the same rows.
     """
+    query_type_of(query_type)
     if dynamic_keys is not None and (isinstance(dynamic_keys, bool) or dynamic_keys < 0):
         raise ValueError(f"dynamic_keys must be a count of keys or None, got {dynamic_keys!r}")
     if not isinstance(con, duckdb.DuckDBPyConnection):
         raise TypeError(f"expected a DuckDB connection, got {type(con).__name__}")
     indexed = table if isinstance(table, IndexedTable) else open_table(table)
-    # The view reads the table's parquet files: a merge-on-read table's rows need its log files.
-    require_file_reads(indexed.reader, f"a DuckDB view of the table (register {name!r})")
     files = [os.path.join(indexed.root, f.path) for f in indexed.reader.list_files()]
     if not files:
         raise ValueError(f"{indexed.root} has no data files: DuckDB cannot read a table without one")
     if not built(indexed):
         warnings.warn(f"{name}: {no_index(indexed)}", IndexUnusedWarning, stacklevel=2)
+    if needs_merge(indexed.reader):  # merge-on-read (issue 23): a view over merged file slices
+        merged = MergedView(con, name, indexed, query_type)
+        _create_view(con, name, merged.view_sql())
+        described = con.sql(f"DESCRIBE SELECT * FROM {quote_name(merged.hidden)}").fetchall()
+        columns = tuple((str(row[0]), str(row[1])) for row in described)
+        _remember(
+            con,
+            Registration(
+                name, indexed, view_oid(con, name), columns, "", False, rules, dynamic_keys, merged=merged
+            ),
+        )
+        return
     partition_columns = indexed.reader.folder_columns()
     options = f"hive_partitioning = {'true' if partition_columns else 'false'}, can_have_nan = true"
     if union_by_name:
@@ -97,14 +115,11 @@ def register(
         options += f", hive_types = {{{hive_types}}}"
     read = live_read(con, name, indexed, options)
     _check_live_read(con, read, files)
-    con.sql(f"CREATE OR REPLACE VIEW {quote_name(name)} AS {read.view_sql()}")
-    view_oid = view_oids(con).get(name.lower())
-    if view_oid is None:  # pragma: no cover - DuckDB just created it
-        raise RuntimeError(f"view {name!r} was not created")
+    _create_view(con, name, read.view_sql())
     registration = Registration(
         name,
         indexed,
-        view_oid,
+        view_oid(con, name),
         columns,
         options,
         union_by_name,
@@ -112,7 +127,27 @@ def register(
         dynamic_keys,
         frozenset(partition_columns),
     )
-    _registry.setdefault(con, {})[name.lower()] = registration
+    _remember(con, registration)
+
+
+def _create_view(con: duckdb.DuckDBPyConnection, name: str, query: str) -> None:
+    con.sql(f"CREATE OR REPLACE VIEW {quote_name(name)} AS {query}")
+
+
+def view_oid(con: duckdb.DuckDBPyConnection, name: str) -> int:
+    """The oid of main's view ``name``, just created."""
+    oid = view_oids(con).get(name.lower())
+    if oid is None:  # pragma: no cover - DuckDB just created it
+        raise RuntimeError(f"view {name!r} was not created")
+    return oid
+
+
+def _remember(con: duckdb.DuckDBPyConnection, registration: Registration) -> None:
+    """Record ``registration``, forgetting what a former one of the name registered."""
+    former = _registry.get(con, {}).get(registration.name.lower())
+    if former is not None and former.merged is not None and former.merged is not registration.merged:
+        former.merged.drop(con, keep=registration.merged.hidden if registration.merged else None)
+    _registry.setdefault(con, {})[registration.name.lower()] = registration
 
 
 NO_INDEX = "no index: every file read"
@@ -158,8 +193,11 @@ def has_registrations(con: duckdb.DuckDBPyConnection) -> bool:
 
 def unregister(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Forget ``name`` and drop its view."""
-    if _registry.get(con, {}).pop(name.lower(), None) is not None:
+    registration = _registry.get(con, {}).pop(name.lower(), None)
+    if registration is not None:
         con.sql(f"DROP VIEW IF EXISTS {quote_name(name)}")
+        if registration.merged is not None:  # merge-on-read: its hidden streams too
+            registration.merged.drop(con)
 
 
 def registered(con: duckdb.DuckDBPyConnection) -> dict[str, IndexedTable]:

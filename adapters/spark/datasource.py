@@ -69,10 +69,12 @@ from pyspark.sql.types import (
 )
 
 import hudi_expr as hx
+from adapters.spark import merged
 from hudi_expr import Expression
 from hudi_expr.expressions import LiteralPredicate
+from index_store.merged import needs_merge, query_type_of
+from index_store.merged.schema import MergedLayout
 from index_store.table import IndexedTable, open_table
-from index_store.tables.rows import require_file_reads
 
 __all__ = [
     "SOURCE_NAME",
@@ -120,9 +122,7 @@ def _open(options: dict[str, str]) -> IndexedTable:
     path = _option(options, "path")
     if not path:
         raise ValueError("the hudi_index data source needs a path: .load(path)")
-    table = open_table(_local_path(path), _option(options, "indexPath"))
-    require_file_reads(table.reader, "the hudi_index Spark data source")
-    return table
+    return open_table(_local_path(path), _option(options, "indexPath"))
 
 
 def _local_path(path: str) -> str:
@@ -144,6 +144,8 @@ def _option(options: dict[str, str], name: str, default: str | None = None) -> s
 def table_schema(table: IndexedTable) -> StructType:
     """The Spark schema: data columns of the files, then hive partition columns as the reader
     types them. Every column is nullable, as with Spark's own parquet source."""
+    if needs_merge(table.reader):  # merge-on-read (issue 23): the merged rows' schema
+        return merged.spark_schema(MergedLayout.of(table.reader))
     snap = table.snapshot()
     # The index already unified the files' schemas (partition columns last).
     arrow = snap.schema if snap.version and len(snap.schema) else _schema_from_files(table)
@@ -365,6 +367,9 @@ class HudiIndexReader(sds.DataSourceReader):
             self._int_option("maxFilesPerPartition", DEFAULT_FILES_PER_PARTITION),
         )
         partitions: list[sds.InputPartition] = [FilePartition(g) for g in groups] or [FilePartition()]
+        if needs_merge(table.reader):  # merge-on-read (issue 23): the kept slices, merged in tasks
+            query_type = query_type_of(_option(self.options, "queryType", "snapshot") or "snapshot")
+            partitions = merged.slice_partitions(table, [path for path, _, _ in files], query_type)
         self._log(
             _PlanRecord(
                 _option(self.options, "planTag"),
@@ -381,6 +386,9 @@ class HudiIndexReader(sds.DataSourceReader):
 
     def read(self, partition: sds.InputPartition) -> Iterator[pa.RecordBatch]:
         target = to_arrow_schema(self.schema, timezone="UTC")
+        if isinstance(partition, merged.SlicePartition):  # merge-on-read (issue 23)
+            yield from merged.read_slice_partition(partition, target)
+            return
         for path, values in getattr(partition, "files", None) or []:
             yield from read_file(path, values, target)
 

@@ -49,6 +49,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from adapters.spark import merged
 from adapters.spark.catalyst import FileScan, class_name, file_scan, translate_column, translate_plan
 from adapters.spark.secondary import SecondarySkip, skip_files
 from hudi_expr import AlwaysTrue, BindError, Expression, Predicate
@@ -56,8 +57,9 @@ from hudi_expr.expressions import Applied
 from hudi_expr.types import is_binary_like, is_string_like
 from hudi_expr.visitors import transform_leaves
 from index_store import IndexedTable, PruneResult, open_table
+from index_store.merged import QueryType, kept_slices, needs_merge, query_type_of
+from index_store.merged.schema import MergedLayout
 from index_store.secondary import UseRules
-from index_store.tables.rows import require_file_reads
 
 __all__ = ["ReadPlan", "prune", "prune_plan", "read", "read_plan", "usable_expression"]
 
@@ -93,15 +95,23 @@ def read(
     table: IndexedTable | str | os.PathLike[str],
     where: Column | str | None = None,
     rules: UseRules | None = None,
+    query_type: QueryType = "snapshot",
 ) -> DataFrame:
     """Rows of ``table`` where ``where`` (a Column or SQL text) is TRUE, reading only kept files.
 
     With no ``where`` every live file is read: for a Hudi table that is the latest file slice of
     each file group, never the older versions its folders also hold. ``rules`` decide when the
     secondary index pays (default ``UseRules()``). With no kept file the result is an empty
-    DataFrame with the whole table's schema.
+    DataFrame with the whole table's schema. A merge-on-read table's kept file slices are merged by
+    hudi-rs in Spark tasks (``adapters.spark.merged``); ``query_type="read_optimized"`` reads its
+    base files only (other tables: the same rows either way).
     """
-    indexed = _open(table, "a Spark read (adapters.spark.read)")
+    indexed = _open(table)
+    if needs_merge(indexed.reader):  # merge-on-read (issue 23): kept slices merged in tasks
+        return merged.read(
+            spark, indexed, where, query_type, lambda expr, schema: _plan(indexed, expr, schema, rules).pruned
+        )
+    query_type_of(query_type)
     source = _source(spark, indexed)
     if where is None:
         live = [os.path.join(indexed.root, f.path) for f in indexed.reader.list_files()]
@@ -118,7 +128,7 @@ def read_plan(
     rules: UseRules | None = None,
 ) -> ReadPlan:
     """The files ``read(spark, table, where, rules)`` reads, and why (``explain()``)."""
-    indexed = _open(table, "a Spark read (adapters.spark.read_plan)")
+    indexed = _open(table)
     schema = _source(spark, indexed).schema
     condition = F.expr(where) if isinstance(where, str) else where
     return _plan(indexed, translate_column(spark, condition, schema).expr, schema, rules)
@@ -134,7 +144,7 @@ def prune(
     a rebuilt plan that differs returns ``df`` unchanged (sound, just not pruned). ``rules``: as in
     ``read``.
     """
-    indexed = _open(table, "a Spark read (adapters.spark.prune)")
+    indexed = _open(table)
     scan = file_scan(df)
     if scan is None or not _rebuildable(scan, indexed.root):
         _warn_every_version(scan, indexed)
@@ -143,7 +153,12 @@ def prune(
     schema = StructType.fromJson(_json(relation.schema()))
     plan = _plan(indexed, translate_plan(df).expr, schema, rules)
     options = {**_options(relation), "basePath": indexed.root}
-    rebuilt = _read_files(df.sparkSession, plan.files, _Source(schema, options))
+    mor = needs_merge(indexed.reader)  # merge-on-read (issue 23): the kept slices merged in tasks
+    if mor:
+        layout = MergedLayout.of(indexed.reader)
+        rebuilt = merged.merged_frame(df.sparkSession, layout, kept_slices(indexed, plan.pruned), schema)
+    else:
+        rebuilt = _read_files(df.sparkSession, plan.files, _Source(schema, options))
     qualifier = _qualifier(scan)
     if qualifier is not None:  # a view's columns print as `v`.`id`: name the new scan alike
         rebuilt = rebuilt.alias(qualifier)
@@ -154,8 +169,10 @@ def prune(
     except Exception:  # text Spark prints but cannot parse back (a Python UDF, say)
         _warn_every_version(scan, indexed)
         return df
-    new_scan = file_scan(rebuilt)
+    new_scan = merged.merged_scan(rebuilt) if mor else file_scan(rebuilt)
     if new_scan is None or not _same_chain(scan, new_scan):
+        if mor:
+            merged.refuse_unmerged(indexed)
         return df
     return rebuilt
 
@@ -168,6 +185,8 @@ def _warn_every_version(scan: FileScan | None, table: IndexedTable) -> None:
     paths = scan.relation.relation().location().rootPaths()
     roots = {_local(str(paths.apply(i).toString())) for i in range(paths.size())}
     if os.path.normpath(table.root) in roots:
+        if needs_merge(table.reader):  # merge-on-read (issue 23): its parquet rows are stale
+            merged.refuse_unmerged(table)
         warnings.warn(
             f"this DataFrame reads every file under the Hudi table {table.root}, older file versions "
             "included, and prune() cannot rewrite its plan; read the table with "
@@ -182,7 +201,7 @@ def prune_plan(
 ) -> ReadPlan | None:
     """The files ``prune(df, table, rules)`` keeps, and why; None when ``df``'s plan is not one
     ``prune`` rewrites (``prune`` may still return ``df`` unchanged when its rebuilt plan differs)."""
-    indexed = _open(table, "a Spark read (adapters.spark.prune_plan)")
+    indexed = _open(table)
     scan = file_scan(df)
     if scan is None or not _rebuildable(scan, indexed.root):
         return None
@@ -226,12 +245,8 @@ def _plan(
 # ---------------------------------------------------------------------------------------- reading
 
 
-def _open(table: IndexedTable | str | os.PathLike[str], action: str) -> IndexedTable:
-    """The table, refused when its rows are merged from log files (a Spark parquet read of its
-    files would return rows later updated or deleted)."""
-    indexed = table if isinstance(table, IndexedTable) else open_table(table)
-    require_file_reads(indexed.reader, action)
-    return indexed
+def _open(table: IndexedTable | str | os.PathLike[str]) -> IndexedTable:
+    return table if isinstance(table, IndexedTable) else open_table(table)
 
 
 def _index_schema(table: IndexedTable) -> pa.Schema:

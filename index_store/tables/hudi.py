@@ -10,7 +10,7 @@ rolled-back instants are never read.
 
 ``HudiFormat.open`` (``open_reader``) opens both kinds. A merge-on-read table's ``read_as`` is
 ``"slices"``: the index prunes it (log files have statistics of their own and a slice is kept whole),
-while every path that would read its rows file by file refuses it (``tables.rows``).
+and its rows are read merged (``index_store.merged``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every engine path that would read a merge-on-read table's rows, or tag its keys, file by file
-refuses it with a one-line "merged reads come next" error, never a wrong answer: DuckDB
-(``register`` and so ``sql``/``execute``/``plan``, the index statements, ``advise``), the command
-line, and Spark (reads, the data source, tagging, builds). The index commands work on it."""
+refuses it with a one-line ``MergedReadError``, never a wrong answer: DuckDB (the index statements,
+``advise``), the command line, and Spark (tagging, builds). The index commands work on it, and the
+read paths read its slices merged (tests/adapters/test_hudi_mor_read_paths.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from adapters.duckdb.advise import advise
 from index_store import MergedReadError, open_table
 
 TABLE = "mor_parquet_v6_simplekeygen_nonhivestyle"  # a slice with a log file
-MESSAGE = r"merge-on-read table .* Merged reads of merge-on-read tables come next"
+MESSAGE = r"merge-on-read table .* would read its files one by one"
 
 
 @pytest.fixture
@@ -30,25 +30,18 @@ def root(copy_table: Callable[[str], Path]) -> Path:
     return path
 
 
-def test_duckdb_register_refuses(root: Path) -> None:
-    """A registered view reads parquet files: ``sql``, ``execute`` and ``plan`` only read registered
-    tables, so no query of a merge-on-read table gets that far."""
-    con = duckdb.connect()
-    with pytest.raises(MergedReadError, match=MESSAGE):
-        register(con, "t", str(root))
-    with pytest.raises(MergedReadError, match=MESSAGE):
-        register(con, "t", open_table(root))
-    assert con.sql("SELECT count(*) FROM duckdb_views() WHERE view_name = 't'").fetchall() == [(0,)]
-
-
-def test_duckdb_queries_reach_no_merge_on_read_table(root: Path) -> None:
-    """``sql``, ``execute`` (and ``plan``) prune registered tables only, and index statements run on
-    registered tables too: with ``register`` refusing, a query of the table's folder is plain DuckDB
-    and an index statement on it is refused as unregistered."""
+def test_duckdb_index_statements_refuse(root: Path) -> None:
+    """An index statement on a registered merge-on-read table (its view reads merged slices) is
+    refused, and one on its unregistered folder is refused as unregistered."""
     con = duckdb.connect()
     for run_sql in (sql, execute):
         with pytest.raises(ValueError, match="no table is registered"):
             run_sql(con, f"CREATE INDEX by_name ON '{root}' (name)")
+    register(con, "t", str(root))
+    for run_sql in (sql, execute):
+        with pytest.raises(MergedReadError, match=MESSAGE):
+            run_sql(con, "CREATE INDEX by_name ON t (name)")
+    assert con.sql("SELECT count(*) FROM t").fetchall() == [(4,)]  # the merged snapshot
 
 
 def test_duckdb_advise_refuses(root: Path) -> None:
@@ -59,7 +52,6 @@ def test_duckdb_advise_refuses(root: Path) -> None:
 @pytest.mark.parametrize(
     "args",
     [
-        ["query", "{root}", "SELECT count(*) FROM t", "--name", "t"],
         ["sql", "CREATE INDEX by_name ON '{root}' (name)"],
         ["index", "create", "{root}", "--columns", "name"],
         ["index", "build", "{root}"],
@@ -77,9 +69,7 @@ def test_cli_commands_that_read_rows_refuse(
     code, out, err = run(capsys, *(a.format(root=root) for a in args))
     assert code != 0 and out == ""
     (line,) = err.strip().splitlines()
-    assert (
-        line.startswith(f"hudi-index {args[0]}") and "Merged reads of merge-on-read tables come next" in line
-    )
+    assert line.startswith(f"hudi-index {args[0]}") and "would read its files one by one" in line
 
 
 def test_cli_cluster_refuses_a_hudi_table(
@@ -107,11 +97,6 @@ def test_cli_index_commands_work(root: Path, capsys: pytest.CaptureFixture[str])
 
 
 SPARK_CALLS = [
-    "read",
-    "read without a filter",
-    "read_plan",
-    "prune",
-    "prune_plan",
     "tag",
     "build_index",
     "build_secondary_index",
@@ -119,15 +104,9 @@ SPARK_CALLS = [
 
 
 def _spark_call(spark: Any, root: str, name: str) -> Callable[[], Any]:
-    from adapters.spark import build_index, build_secondary_index, prune, prune_plan, read, read_plan, tag
+    from adapters.spark import build_index, build_secondary_index, tag
 
-    df = spark.range(1)
     calls: dict[str, Callable[[], Any]] = {
-        "read": lambda: read(spark, root, "id = 1"),
-        "read without a filter": lambda: read(spark, root),
-        "read_plan": lambda: read_plan(spark, root, "id = 1"),
-        "prune": lambda: prune(df, root),
-        "prune_plan": lambda: prune_plan(df, root),
         "tag": lambda: tag(spark, root, spark.createDataFrame([("1",)], "k string"), "k"),
         "build_index": lambda: build_index(spark, root),
         "build_secondary_index": lambda: build_secondary_index(spark, root),
@@ -139,11 +118,3 @@ def _spark_call(spark: Any, root: str, name: str) -> Callable[[], Any]:
 def test_spark_paths_refuse(spark: Any, root: Path, name: str) -> None:
     with pytest.raises(MergedReadError, match=MESSAGE):
         _spark_call(spark, str(root), name)()
-
-
-def test_spark_data_source_refuses(spark: Any, root: Path) -> None:
-    from adapters.spark import register_datasource
-
-    register_datasource(spark)
-    with pytest.raises(Exception, match="Merged reads of merge-on-read tables come next"):
-        spark.read.format("hudi_index").load(str(root)).collect()

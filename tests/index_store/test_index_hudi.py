@@ -7,14 +7,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
+import hudi
 import pyarrow as pa
 import pytest
 from hudi_data import COW_TABLES, MOR_TABLES
 
-from hudi_expr import Expression, col
+from hudi_expr import AlwaysTrue, Expression, col
 from hudi_expr.stats import leaf_columns
 from hudi_expr.types import is_comparable_type
-from index_store import UnsupportedTableError, open_table
+from index_store import open_table
 
 NON_EMPTY = [t for t in COW_TABLES if "empty" not in t]
 
@@ -96,14 +97,12 @@ def test_empty_tables_index_to_nothing(name: str, copy_table: Callable[[str], Pa
 
 
 @pytest.mark.parametrize("name", MOR_TABLES)
-def test_merge_on_read_tables_open_but_their_rows_are_not_read(
-    name: str, hudi_tables: dict[str, Path]
-) -> None:
-    """Pruning them is tests/index_store/test_prune_mor.py; reading rows file by file is refused."""
+def test_merge_on_read_tables_open_and_read_merged(name: str, hudi_tables: dict[str, Path]) -> None:
+    """Their rows are read merged (tests/index_store/test_merged_read.py has them against hudi-rs)."""
     table = open_table(hudi_tables[name])
     assert table.reader.read_as == "slices"
-    with pytest.raises(UnsupportedTableError, match="merge-on-read"):
-        table.read(col("_hoodie_record_key") == "x")
+    merged = table.read(AlwaysTrue())
+    assert merged.num_rows == sum(b.num_rows for b in hudi.HudiTable(str(hudi_tables[name])).read())
 
 
 def test_replaced_file_groups_never_come_back(copy_table: Callable[[str], Path]) -> None:

@@ -1,6 +1,8 @@
 """Every ``index_store`` path that would read a merge-on-read table's rows, or tag its keys, file by
 file refuses it with ``MergedReadError`` (an ``UnsupportedTableError``), never a wrong answer; the
-index paths (build, update, sync, prune, explain, stats, layout, compact) work on it."""
+index paths (build, update, sync, prune, explain, stats, layout, compact) work on it, and so do
+``read``, ``count`` and ``exists``, which read its slices merged (tests/index_store/
+test_merged_read.py)."""
 
 from __future__ import annotations
 
@@ -29,11 +31,8 @@ def mor(copy_table: Callable[[str], Path]) -> IndexedTable:
 REFUSED: dict[str, Callable[[IndexedTable], Any]] = {
     "tag": lambda t: t.tag(["1"]),
     "duplicate_keys": lambda t: t.duplicate_keys(),
-    "read": lambda t: t.read(WHERE),
     "select": lambda t: t.select(WHERE),
     "row_ids": lambda t: t.row_ids(WHERE),
-    "count": lambda t: t.count(WHERE),
-    "exists": lambda t: t.exists(WHERE),
     "create_index": lambda t: t.create_index("name"),
     "build_index": lambda t: t.build_index(),
     "build(compute=...)": lambda t: t.build(compute=compute_stats, progress=False),
@@ -42,9 +41,9 @@ REFUSED: dict[str, Callable[[IndexedTable], Any]] = {
 
 @pytest.mark.parametrize("entry", sorted(REFUSED))
 def test_row_reads_and_tagging_are_refused(mor: IndexedTable, entry: str) -> None:
-    with pytest.raises(MergedReadError, match=r"merge-on-read table .* Merged reads of merge-on-read") as e:
+    with pytest.raises(MergedReadError, match=r"merge-on-read table .* would read its files one by one") as e:
         REFUSED[entry](mor)
-    assert isinstance(e.value, UnsupportedTableError) and "hudi-rs" in str(e.value)
+    assert isinstance(e.value, UnsupportedTableError) and "IndexedTable.read" in str(e.value)
     assert not mor.indexes()  # nothing was recorded on the way
 
 
@@ -56,3 +55,4 @@ def test_the_index_itself_works(mor: IndexedTable) -> None:
     assert mor.sync(progress=False) is None
     assert mor.compact() > 1
     assert mor.update(added=[], removed=[]) > 1
+    assert mor.count(WHERE) == 1 and mor.exists(WHERE)  # merged reads

@@ -287,8 +287,8 @@ def test_empty_tables(hudi_tables, name: str) -> None:
 
 @pytest.mark.parametrize("name", MOR_TABLES)
 def test_merge_on_read_opens_as_slices(hudi_tables, name: str) -> None:
-    """open_reader opens merge-on-read tables; ``read_as`` says their rows need merging, which every
-    row reader refuses (tests/index_store/test_prune_mor.py)."""
+    """open_reader opens merge-on-read tables; ``read_as`` says their rows need merging
+    (``index_store.merged``)."""
     reader = open_reader(hudi_tables[name])
     assert isinstance(reader, HudiTable)
     assert (reader.kind, reader.read_as) == ("hudi_mor", "slices")

@@ -1,0 +1,105 @@
+"""DuckDB reads of merge-on-read tables: Arrow streams of merged file slices
+(``index_store.merged.MergedSlices``).
+
+DuckDB reads an object registered with ``con.register`` that has ``__arrow_c_stream__`` by asking it
+for a new stream at every scan. So:
+
+- ``register`` registers a stream of the table's live slices under a hidden name
+  (``__hudi_index_mor_<name>``) and makes the view a read of it: each query lists the slices anew
+  (a delta commit is seen by the next query) and merges them;
+- a pruned reference reads a stream of its kept slices, registered under a name derived from them
+  (the same slices, the same name): a relation planned earlier keeps reading what it was planned
+  with, whatever is planned after it. The most recent ``_KEPT`` such names stay registered per
+  table; a relation older than that fails with DuckDB's "table does not exist", never with rows
+  of another plan.
+
+DuckDB pushes neither projections nor filters into such a stream: every column of every kept slice
+is read (hudi-rs reads them all to merge anyway), and the query filters the rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import duckdb
+
+from adapters.duckdb.splice import quote_name
+from index_store import IndexedTable, PruneResult
+from index_store.merged import MergedSlices, QueryType, kept_slices, query_type_of
+from index_store.merged.schema import MergedLayout
+from index_store.tables.base import FileSlice
+
+__all__ = ["MergedView"]
+
+_KEPT = 64  # streams of kept slices left registered per table
+
+
+class MergedView:
+    """The hidden stream a registered merge-on-read table's view reads, and the streams of the
+    slices its pruned references keep."""
+
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, name: str, table: IndexedTable, query_type: QueryType
+    ) -> None:
+        self.table = table
+        self.query_type = query_type_of(query_type)
+        self.layout = MergedLayout.of(table.reader)
+        self.hidden = f"__hudi_index_mor_{_safe(name)}"
+        self._con = weakref.ref(con)
+        self._kept: OrderedDict[str, None] = OrderedDict()
+        live = MergedSlices(self.layout, table.reader.file_slices, query_type=self.query_type)
+        con.register(self.hidden, live)
+
+    def view_sql(self) -> str:
+        """The view's query: the live stream."""
+        return f"SELECT * FROM {quote_name(self.hidden)}"
+
+    def kept_read(self, result: PruneResult | None, columns: Sequence[tuple[str, str]]) -> str:
+        """A subquery reading the slices ``result`` keeps (None: none) merged, with the registered
+        ``columns`` (name, DuckDB type)."""
+        slices = [] if result is None else kept_slices(self.table, result)
+        projection = ", ".join(f"CAST({quote_name(c)} AS {t}) AS {quote_name(c)}" for c, t in columns)
+        if not slices:
+            nulls = ", ".join(f"CAST(NULL AS {t}) AS {quote_name(c)}" for c, t in columns)
+            return f"(SELECT {nulls} WHERE false)"
+        return f"(SELECT {projection} FROM {quote_name(self._register_kept(slices))})"
+
+    def _register_kept(self, slices: Sequence[FileSlice]) -> str:
+        """The name of a stream of ``slices`` registered on the connection (named for them)."""
+        con = self._connection()
+        digest = hashlib.sha1(self.hidden.encode())
+        for s in slices:
+            digest.update(b"\0".join(f.path.encode() for f in s.files) + b"\n")
+        name = f"{self.hidden}_kept_{digest.hexdigest()[:16]}"
+        if name in self._kept:
+            self._kept.move_to_end(name)
+            return name
+        con.register(name, MergedSlices(self.layout, list(slices), query_type=self.query_type))
+        self._kept[name] = None
+        while len(self._kept) > _KEPT:
+            oldest, _ = self._kept.popitem(last=False)
+            con.unregister(oldest)
+        return name
+
+    def drop(self, con: duckdb.DuckDBPyConnection, keep: str | None = None) -> None:
+        """Unregister the hidden streams (the view itself is dropped by ``unregister``), but
+        ``keep``: the live stream a new registration of the same name just put in its place."""
+        for name in [self.hidden, *self._kept]:
+            if name != keep:
+                con.unregister(name)
+        self._kept.clear()
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+        con = self._con()
+        if con is None:  # pragma: no cover - a registration lives no longer than its connection
+            raise RuntimeError("the DuckDB connection of this registration was closed")
+        return con
+
+
+def _safe(name: str) -> str:
+    """``name`` as part of an identifier, distinct for distinct names (case aside, as DuckDB's)."""
+    readable = "".join(c if c.isalnum() else "_" for c in name.lower())
+    return f"{readable}_{hashlib.sha1(name.lower().encode()).hexdigest()[:8]}"
