@@ -1,8 +1,9 @@
 """Tagging record keys with their data files on Spark (Hudi RFC-37's upsert index), distributed.
 
 ``tag(spark, table, df)`` returns ``df`` with a ``_file`` column: the absolute path of the live data
-file holding each row's record key (an update), null for a key found nowhere (an insert). The
-answers are those of ``IndexedTable.tag``; only the work moves to the executors:
+file holding each row's record key (an update), null for a key found nowhere (an insert), and a
+``_file_id`` column beside it: that file's file group (Hudi's file id, a plain file's name stem).
+The answers are those of ``IndexedTable.tag``; only the work moves to the executors:
 
 - keys: each row's record key is encoded on the executors (an Arrow UDF running
   ``RecordKeySpec.encode`` over whole batches, shipping only the key columns), or taken from a
@@ -41,7 +42,7 @@ import re
 import time
 import uuid
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -79,9 +80,18 @@ from index_store.tagging.stats import TagMethod
 from index_store.tagging.tagger import OnDuplicate, check_on_duplicate, tag_method
 from index_store.tagging.wiring import checked_keys
 
-__all__ = ["FILE_COLUMN", "SparkTagError", "SparkTagStats", "benchmark_tag", "tag", "tag_with_stats"]
+__all__ = [
+    "FILE_COLUMN",
+    "FILE_ID_COLUMN",
+    "SparkTagError",
+    "SparkTagStats",
+    "benchmark_tag",
+    "tag",
+    "tag_with_stats",
+]
 
 FILE_COLUMN = "_file"
+FILE_ID_COLUMN = "_file_id"
 _KEY = "__hudi_tag_key"
 _PART = "__hudi_tag_partition"
 _POS = "__hudi_tag_file_pos"
@@ -121,9 +131,10 @@ def tag(
     on_duplicate: OnDuplicate = "all",
 ) -> DataFrame:
     """``df`` with a ``_file`` column: the absolute path of the live data file holding each row's
-    record key, null for a key no file holds (an insert); a row whose key several live files hold
-    comes once per file (``on_duplicate="all"``, as Hudi tags every copy) or raises
-    ``DuplicateKeyError`` (``"error"``).
+    record key, null for a key no file holds (an insert), and ``_file_id`` beside it: the file's
+    file group (Hudi's file id; a plain table's file name stem), null for an insert. A row whose
+    key several live files hold comes once per file (``on_duplicate="all"``, as Hudi tags every
+    copy) or raises ``DuplicateKeyError`` (``"error"``).
 
     ``key_cols``: None (``df`` has the index's key fields, ``snapshot().config.key_fields``,
     encoded as the table's key generator does) or ``[c]``, a string column of record keys exactly
@@ -155,8 +166,9 @@ def tag_with_stats(
     config = live.config
     spec, method = tag_method(config, indexed.root, using)
     check_on_duplicate(on_duplicate)
-    if FILE_COLUMN in df.columns:
-        raise ValueError(f"df already has a {FILE_COLUMN!r} column")
+    for name in (FILE_COLUMN, FILE_ID_COLUMN):
+        if name in df.columns:
+            raise ValueError(f"df already has a {name!r} column")
     keyed = df.withColumn(_KEY, _key_column(df, spec, key_cols))
     if partition_col is not None:
         if partition_col not in df.columns:
@@ -189,8 +201,8 @@ def tag_with_stats(
             f"{summary['twice']} record keys are in more than one live data file of {indexed.root}, "
             f"e.g. {key!r} in {where}: the table's keys are not unique (run hudi-index check)"
         )
-    files = _files_frame(spark, live)
-    answers = found.join(F.broadcast(files), _POS).select(*join_on, FILE_COLUMN)
+    files = _files_frame(spark, live, indexed.reader.file_ids)
+    answers = found.join(F.broadcast(files), _POS).select(*join_on, FILE_COLUMN, FILE_ID_COLUMN)
     result = keyed.join(answers, on=join_on, how="left").drop(*join_on)
     return result, SparkTagStats(**stats)
 
@@ -467,14 +479,19 @@ def _duplicates(found: DataFrame, keys: list[str]) -> dict[str, Any]:
     return row.asDict(recursive=False)
 
 
-def _files_frame(spark: SparkSession, live: _Live) -> DataFrame:
-    """``(file_pos, _file)`` of every live file (absolute paths as ``IndexedTable.tag`` gives)."""
+def _files_frame(
+    spark: SparkSession, live: _Live, file_ids: Callable[[pa.StringArray], pa.StringArray]
+) -> DataFrame:
+    """``(file_pos, _file, _file_id)`` of every live file (absolute paths and file ids as
+    ``IndexedTable.tag`` gives them; ``file_ids``: the table format's rule)."""
     prefix = live.root.rstrip(os.sep) + os.sep
+    paths = pa.array(live.paths, pa.string())
     return spark.createDataFrame(
         pa.table(
             {
                 _POS: pa.array(np.arange(len(live.paths), dtype=np.int64)),
                 FILE_COLUMN: pa.array([prefix + p for p in live.paths], pa.string()),
+                FILE_ID_COLUMN: file_ids(paths),
             }
         )
     )

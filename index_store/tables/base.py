@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pyarrow as pa
 
+from index_store.tables.file_ids import stem_file_ids
+
 if TYPE_CHECKING:
     from index_store.record_key import RecordKeySpec
 
@@ -122,6 +124,11 @@ class TableReader(Protocol):
         """The live file slices: each a base file (or none) and the log files to merge onto it."""
         ...
 
+    def file_ids(self, paths: pa.StringArray) -> pa.StringArray:
+        """The file id of each data file (table-relative ``paths``): its file group's name, what
+        ``tag`` reports beside the file and the secondary index files its index files under."""
+        ...
+
     def partition_schema(self) -> pa.Schema:
         """Partition columns (typed) that are not stored in the data files; empty if none."""
         ...
@@ -179,6 +186,10 @@ class TableReaderBase:
     def file_slices(self) -> list[FileSlice]:
         """Each live file as a slice of its own, with no log files."""
         return [FileSlice(f.file_group or f.path, f.partition, f) for f in self.list_files()]
+
+    def file_ids(self, paths: pa.StringArray) -> pa.StringArray:
+        """Each file a group of its own, named by its file name's stem (``tables.file_ids``)."""
+        return stem_file_ids(paths)
 
     def partition_schema(self) -> pa.Schema:
         return pa.schema([])

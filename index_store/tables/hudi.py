@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from hudi_expr.types import is_string_like
 from index_store.errors import TableFormatError, UnsupportedTableError
 from index_store.tables.base import DataFile, FileSlice, Partitioning, ReadMethod, TableReaderBase
+from index_store.tables.file_ids import hudi_file_ids
 from index_store.tables.hive import HIVE_NULL
 from index_store.tables.hudi_files import (
     BaseFileName,
@@ -424,6 +425,10 @@ class HudiTable(TableReaderBase):
     def file_slices(self) -> list[FileSlice]:
         """The latest committed slice of each live file group, by (partition, file id)."""
         return self._snapshot().slices
+
+    def file_ids(self, paths: pa.StringArray) -> pa.StringArray:
+        """The file group id each base or log file name carries."""
+        return hudi_file_ids(paths)
 
     def partition_schema(self) -> pa.Schema:
         """Partition columns the base files do not store (``drop.partition.columns``), typed from the

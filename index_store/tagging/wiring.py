@@ -59,6 +59,7 @@ def tag_loaded(
         key_filters=loaded.record_key_filters,
         record_lookup=_record_lookup(loaded) if config.record_index else None,
         leading_bounds=lambda: leading_bounds(table, loaded, spec),
+        file_ids=table.reader.file_ids,
     )
     return tag_keys(context, keys, partitions, method, on_duplicate)
 
