@@ -35,6 +35,7 @@ from index_store.hudi_bloom import (
 )
 from index_store.partitions.base import FileKeys
 from index_store.tables.base import DataFile
+from index_store.tables.hudi_files import parse_log_file_name
 
 if TYPE_CHECKING:
     from index_store.record_key import RecordKeySpec
@@ -86,9 +87,17 @@ def compute_stats(
     progress: bool | None = None,
     workers: int | None = None,
 ) -> BuiltFiles:
-    """Stats for ``files`` under ``root``; ``data_schema`` defaults to the union of their schemas."""
+    """Stats for ``files`` under ``root``; ``data_schema`` defaults to the union of their schemas.
+    Hudi log files among them get unknown statistics (``_with_unread_logs``)."""
     if not files:
         return BuiltFiles(files, FileStats([], [], {}, data_schema or pa.schema([])), {}, ())
+    logs = np.array([_is_log_file(f.path) for f in files], dtype=bool)
+    if logs.any():
+        bases = [f for f, log in zip(files, logs, strict=True) if not log]
+        built = compute_stats(
+            root, bases, partition_schema, data_schema, bloom_columns, fpp, progress, workers
+        )
+        return _with_unread_logs(built, files, logs, partition_schema)
     footers = open_footers(root, files, progress, workers)
     return compute_stats_from_footers(
         files, footers, partition_schema, data_schema, bloom_columns, fpp, progress, workers
@@ -153,6 +162,43 @@ def compute_stats_from_footers(
         blooms = {}
     stats = _with_partition_values(stats, files, partition_schema)
     return BuiltFiles(files, stats, blooms, tuple(partition_schema.names))
+
+
+def _is_log_file(path: str) -> bool:
+    """A Hudi log file (merge-on-read), by its name."""
+    parsed = parse_log_file_name(path.rsplit("/", 1)[-1])
+    return parsed is not None and not parsed.cdc
+
+
+def _with_unread_logs(
+    built: BuiltFiles, files: Sequence[DataFile], logs: np.ndarray, partition_schema: pa.Schema
+) -> BuiltFiles:
+    """``built`` (the stats of the base files among ``files``) spread over every file, the log
+    files' row counts, statistics and blooms unknown (nulls: kept by every predicate).
+
+    A stand-in until log files are indexed from their records: each log file still gets an entry
+    (so the index knows the table's files, and a new log file makes it stale), but nothing about
+    its rows or keys (``compute_file_keys`` records none for it)."""
+    n_logs = int(logs.sum())
+    # Positions into [base files..., log files...] of each file, in the order of ``files``.
+    take = pa.array(np.where(logs, len(files) - n_logs + np.cumsum(logs) - 1, np.cumsum(~logs) - 1))
+
+    def spread(values: pa.Array) -> pa.Array:
+        return pa.concat_arrays([values, pa.nulls(n_logs, values.type)]).take(take)
+
+    stats = built.stats
+    columns = {
+        c: ColumnStats(spread(s.min), spread(s.max), spread(s.null_count), spread(s.nan_count))
+        for c, s in stats.columns.items()
+        if c not in partition_schema.names
+    }
+    schema = pa.schema([f for f in stats.schema if f.name not in partition_schema.names])
+    paths = pa.array([f.path for f in files], pa.string())
+    spread_stats = FileStats(paths, spread(stats.row_count.cast(pa.int64())), columns, schema)
+    positions = take.to_pylist()
+    blooms = {c: [bs[i] if i < len(bs) else None for i in positions] for c, bs in built.blooms.items()}
+    spread_stats = _with_partition_values(spread_stats, files, partition_schema)
+    return BuiltFiles(files, spread_stats, blooms, tuple(partition_schema.names))
 
 
 def merge_built(parts: Sequence[BuiltFiles]) -> BuiltFiles:
@@ -308,7 +354,7 @@ def compute_file_keys(
     computed in Java order and a ``SIMPLE`` filter sized to their key count at ``fpp``."""
     paths = [os.path.join(root, f.path) for f in files]
     per_file = _parallel(
-        lambda path: _file_keys(path, spec, fpp, with_keys),
+        lambda path: _UNREAD_LOG if _is_log_file(path) else _file_keys(path, spec, fpp, with_keys),
         paths,
         _workers(workers),
         _show(progress),
@@ -324,12 +370,19 @@ def compute_file_keys(
                 "file": pa.array(np.repeat(np.arange(len(files), dtype=np.int32), counts)),
             }
         )
+    unread = np.array([entry is _UNREAD_LOG for entry in per_file], dtype=bool)
     return FileKeys(
         pa.array([lo for lo, _, _, _ in per_file], pa.string()),
         pa.array([hi for _, hi, _, _ in per_file], pa.string()),
         [f for _, _, f, _ in per_file],
         keys,
+        unread if unread.any() else None,
     )
+
+
+# A Hudi log file's keys: not read yet (a stand-in until log files are indexed from their records),
+# so the index records nothing of them and tagging looks in the logs of every slice concerned.
+_UNREAD_LOG: tuple[None, None, None, None] = (None, None, None, None)
 
 
 def _file_keys(

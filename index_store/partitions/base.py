@@ -57,13 +57,16 @@ class FileKeys:
     ``index_store.hudi_bloom.footer_key_bounds``) or this library's build (Java order). ``filters``
     are Hudi-format bloom filters of the keys (None: no filter, any key may be there). ``keys``
     holds every key, only when a record index is being built: columns ``key`` (string) and
-    ``file`` (int32, the position of its data file in the batch).
+    ``file`` (int32, the position of its data file in the batch). ``unread`` marks files whose
+    keys could not be read (a Hudi log file with a block not decoded here): the index records
+    nothing of their keys, rather than "no key".
     """
 
     min_key: pa.StringArray
     max_key: pa.StringArray
     filters: Sequence[HudiBloomFilter | None]
     keys: pa.Table | None = None
+    unread: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

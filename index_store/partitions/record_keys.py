@@ -78,7 +78,10 @@ class RecordKeysPartition:
         if batch.record_keys is None or not len(batch.files):
             return None
         partitions = pa.array([f.partition for f in batch.files], pa.string())
-        return _write(root, batch.file_idx, partitions, batch.stats.files, batch.record_keys)
+        unread = batch.record_keys.unread
+        recorded = None if unread is None else ~unread  # no row: nothing known of the file's keys
+        keys = batch.record_keys
+        return _write(root, batch.file_idx, partitions, batch.stats.files, keys, recorded=recorded)
 
     def compact(self, root: Path, index: LiveIndex) -> str | None:
         live = index.live.get(self.name, ())

@@ -8,9 +8,9 @@ writes a new one. A snapshot reader reads, for each live file group, its latest 
 completed ``replacecommit`` replaced (insert overwrite, clustering) and files of pending, failed or
 rolled-back instants are never read.
 
-``HudiFormat.open`` (``open_reader``) still refuses merge-on-read tables with
-``UnsupportedTableError``: their log files hold updates and deletes that base-file statistics do not
-see, so pruning on them could return wrong results. ``HudiTable(root)`` reads their slices.
+``HudiFormat.open`` (``open_reader``) opens both kinds. A merge-on-read table's ``read_as`` is
+``"slices"``: ``tag`` decides which slice holds each key from its base file and log files
+(``tagging.slices``).
 """
 
 from __future__ import annotations
@@ -494,16 +494,7 @@ class HudiFormat:
                 "partition_schema applies to plain parquet directories; a Hudi table's partition "
                 "columns come from its hoodie.properties"
             )
-        reader = HudiTable(root, record_key_field=options.record_key_field)
-        if reader.merge_on_read:
-            # Refused here, not by the reader: HudiTable lists a merge-on-read table's slices, but
-            # pruning, tagging and reads do not merge log files yet.
-            raise UnsupportedTableError(
-                f"merge-on-read table {reader.root} is not supported yet: its log files hold updates "
-                "and deletes that base-file statistics do not see, so pruning it could return wrong "
-                "results. Only copy-on-write tables are supported; read this one without the index."
-            )
-        return reader
+        return HudiTable(root, record_key_field=options.record_key_field)
 
 
 def _has_hoodie(root: str) -> bool:

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from index_store.partitions.record_keys import KeyFilters
 from index_store.record_key import RecordKeySpec
 from index_store.tables.file_ids import stem_file_ids
+from index_store.tagging.result import Located
 from index_store.tagging.stats import TagMethod
 from index_store.tagging.verify import Verified
 
@@ -53,6 +54,9 @@ class TagContext:
     # The file id of data files (table-relative paths): the table format's rule
     # (``TableReader.file_ids``); the default, a file name's stem, is a plain table's.
     file_ids: Callable[[pa.StringArray], pa.StringArray] = stem_file_ids
+    # Merge-on-read: turns the sources' candidate (key, file) pairs into the confirmed (key, file
+    # slice) pairs (``tagging.merged``); None: the files hold their rows whole.
+    merged: Callable[[KeyQuery, np.ndarray, np.ndarray], Located] | None = None
 
 
 @dataclass(frozen=True)

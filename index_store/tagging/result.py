@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from index_store.arrays import unique_sorted
 from index_store.errors import DuplicateKeyError
 
-__all__ = ["RESULT_SCHEMA", "Locations", "Rows", "result_rows", "result_table"]
+__all__ = ["RESULT_SCHEMA", "Located", "Locations", "Rows", "result_rows", "result_table"]
 
 RESULT_SCHEMA = pa.schema(
     [("key", pa.string()), ("partition", pa.string()), ("file", pa.string()), ("file_id", pa.string())]
@@ -46,6 +46,19 @@ class Locations:
         if self.file_ids is not None:
             return self.file_ids.take(take)
         return self.id_rule(self.paths.take(take))
+
+
+@dataclass(frozen=True)
+class Located:
+    """Confirmed (key, location) pairs (``key_idx`` into the keys, ``loc_pos`` into ``locations``)
+    found another way than from the index's files alone (merge-on-read slices), and the
+    ``TagStats`` counters and seconds of finding them."""
+
+    key_idx: np.ndarray
+    loc_pos: np.ndarray
+    locations: Locations
+    counters: dict[str, int]
+    seconds: dict[str, float]
 
 
 @dataclass(frozen=True)

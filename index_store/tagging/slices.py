@@ -67,6 +67,7 @@ class SliceMatches:
     key_idx: np.ndarray
     slice_pos: np.ndarray
     slices_read: int
+    base_files_opened: int  # base files whose footer was read (some wanted key may be there)
     base_files_read: int  # base files some of whose key column was read
     row_groups_read: int
     bytes_read: int  # compressed bytes of the base files' key (and ordering) column chunks
@@ -77,6 +78,7 @@ class SliceMatches:
 @dataclass(frozen=True)
 class _SliceAnswer:
     live: np.ndarray  # per wanted key of the slice
+    base_opened: bool
     base_read: bool
     row_groups: int
     bytes_read: int
@@ -91,13 +93,16 @@ def locate_in_slices(
     key_idx: np.ndarray,
     slice_pos: np.ndarray,
     workers: int | None = None,
+    in_base: np.ndarray | None = None,
 ) -> SliceMatches:
     """Of the candidate pairs (``keys[key_idx[j]]``, ``slices[slice_pos[j]]``), those whose slice
     holds the key's latest record and that record is not a delete. Pairs are grouped by slice;
-    each candidate slice is read once."""
+    each candidate slice is read once. ``in_base`` (per pair; default: all True) says whether the
+    slice's base file may hold the key: when the index's complete answer for the base file left the
+    key out, only the slice's log files are read for it."""
     if not key_idx.size:
         empty = np.zeros(0, dtype=np.int64)
-        return SliceMatches(empty, empty, 0, 0, 0, 0, 0, 0)
+        return SliceMatches(empty, empty, 0, 0, 0, 0, 0, 0, 0)
     order = np.argsort(slice_pos, kind="stable")
     ordered = slice_pos[order]
     starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
@@ -107,7 +112,8 @@ def locate_in_slices(
     def one(i: int) -> tuple[np.ndarray, _SliceAnswer]:
         pairs = order[bounds[i] : bounds[i + 1]]
         wanted = keys.take(pa.array(key_idx[pairs]))
-        return pairs, _live_in_slice(table, slices[int(chosen[i])], wanted)
+        maybe_base = wanted if in_base is None else wanted.filter(pa.array(in_base[pairs]))
+        return pairs, _live_in_slice(table, slices[int(chosen[i])], wanted, maybe_base)
 
     # One slice is read here: handing it to a thread costs more than reading it.
     answers = [one(0)] if chosen.size == 1 else list(thread_pool(workers).map(one, range(chosen.size)))
@@ -118,6 +124,7 @@ def locate_in_slices(
         key_idx[confirmed],
         slice_pos[confirmed],
         len(answers),
+        sum(a.base_opened for _, a in answers),
         sum(a.base_read for _, a in answers),
         sum(a.row_groups for _, a in answers),
         sum(a.bytes_read for _, a in answers),
@@ -148,13 +155,17 @@ class _Records:
     deletes: np.ndarray
 
 
-def _live_in_slice(table: SliceTable, file_slice: FileSlice, wanted: pa.StringArray) -> _SliceAnswer:
-    """Per wanted key: is its latest record in ``file_slice`` live?"""
+def _live_in_slice(
+    table: SliceTable, file_slice: FileSlice, wanted: pa.StringArray, maybe_base: pa.StringArray
+) -> _SliceAnswer:
+    """Per wanted key: is its latest record in ``file_slice`` live? (``maybe_base``: the wanted
+    keys its base file may hold.)"""
     distinct = pc.unique(wanted)
     parts: list[_Records] = []
     groups = size = 0
-    if file_slice.base is not None:
-        base, groups, size = _base_records(table, os.path.join(table.root, file_slice.base.path), distinct)
+    if file_slice.base is not None and len(maybe_base):
+        path = os.path.join(table.root, file_slice.base.path)
+        base, groups, size = _base_records(table, path, pc.unique(maybe_base))
         parts.append(base)
     log_records = 0
     if file_slice.logs:
@@ -169,6 +180,7 @@ def _live_in_slice(table: SliceTable, file_slice: FileSlice, wanted: pa.StringAr
     where = pc.index_in(wanted, value_set=distinct).to_numpy(zero_copy_only=False).astype(np.int64)
     return _SliceAnswer(
         live[where],
+        file_slice.base is not None and len(maybe_base) > 0,
         file_slice.base is not None and groups > 0,
         groups,
         size,

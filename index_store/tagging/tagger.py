@@ -91,12 +91,22 @@ def tag_keys(
     check_on_duplicate(on_duplicate)
     # Keys repeated in the batch are looked up once each time they appear: finding duplicates
     # costs a hash table over the batch, more than the repeated work it would save.
-    found = sourced_locations(KeyQuery(context, keys, partitions, method), sources)
+    query = KeyQuery(context, keys, partitions, method)
+    found = sourced_locations(query, sources)
     seconds, counters = dict(found.seconds), dict(found.counters)
     key_idx, file_pos = found.key_idx, found.file_pos
-    if not found.exact:
-        key_idx, file_pos = _verified(context, keys, key_idx, file_pos, seconds, counters)
-    locations = Locations(context.paths, context.partitions, context.file_ids)
+    if context.merged is not None:
+        # Merge-on-read: a key's latest record may be in a log file, or a delete; the file slices
+        # decide, reading what verification would read and the slices' log files.
+        located = context.merged(query, key_idx, file_pos)
+        key_idx, file_pos, locations = located.key_idx, located.loc_pos, located.locations
+        seconds.update(located.seconds)
+        for name, value in located.counters.items():
+            counters[name] = counters.get(name, 0) + value
+    else:
+        if not found.exact:
+            key_idx, file_pos = _verified(context, keys, key_idx, file_pos, seconds, counters)
+        locations = Locations(context.paths, context.partitions, context.file_ids)
     rows = result_rows(
         len(keys), key_idx, file_pos, locations, on_duplicate, context.root, lambda k: keys[k].as_py()
     )

@@ -623,3 +623,22 @@ def test_null_partitions_of_a_non_partitioned_table(
         )
         assert [f is not None for f in got["file"].to_pylist()] == [True, True, False]
         assert got["partition"].to_pylist() == ["", "", ""]
+
+
+def test_tag_a_merge_on_read_table(
+    copy_table: Callable[[str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A key deleted in a log file is an insert, a key updated in one is in its file group; the
+    file slices read are reported (the decisions themselves: tests/index_store/test_tag_mor.py)."""
+    root = copy_table("mor_avro_v9_timebasedkeygen_nonhivestyle")  # TXN-002 deleted, TXN-003 updated
+    code, _, err = run(capsys, "build", str(root), "--record-index")
+    assert code == 0, err
+    keys = ["TXN-002", "TXN-003", "TXN-404"]
+    pq.write_table(pa.table({"k": keys}), tmp_path / "k.parquet")
+    for using in ("bloom", "record"):
+        args = ("--keys", str(tmp_path / "k.parquet"), "--key-col", "k", "--using", using)
+        got = _out(tmp_path, capsys, root, *args)
+        _same(got, open_table(root).tag(keys, using=using))  # type: ignore[arg-type]
+        assert got["file_id"].to_pylist() == [None, "3f9cc880-1bdc-4f80-9715-78467c6404ce-0", None]
+        code, out, _ = _tag(capsys, root, *args)
+        assert code == 0 and out.startswith("1 update, 2 inserts") and "file slices" in out

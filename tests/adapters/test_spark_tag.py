@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from mor_oracle import scenario, written_keys
 from pyspark.sql import SparkSession
 
 from adapters.spark import build_index, tag, tag_with_stats
@@ -411,3 +412,43 @@ def test_partition_values_map_to_the_tables_paths_on_spark(spark: SparkSession, 
         got = _files_by_row(tag(spark, f, df, partition_col="p", using=method))  # type: ignore[arg-type]
         a = (str(flat / "a.parquet"), "a")
         assert got == {0: {a}, 1: {a}, 2: {(None, None)}}
+
+
+def _mor_probe(t: IndexedTable) -> tuple[list[str], list[str]]:
+    """Every key written to the table's slices (live or deleted) with its partition, and a key
+    never written per partition."""
+    written = sorted(written_keys(Path(t.root), t.reader))  # type: ignore[arg-type]
+    parts = sorted({p for _, p in written})
+    asked = written + [(f"never-{i}", p) for i, p in enumerate(parts)]
+    return [k for k, _ in asked], [p for _, p in asked]
+
+
+@pytest.mark.parametrize("name", ["mor_avro_v9_timebasedkeygen_nonhivestyle", "written"])
+def test_merge_on_read_tables_tag_as_locally(
+    spark: SparkSession, copy_table: Callable[[str], Path], tmp_path: Path, name: str
+) -> None:
+    """The slices decide inside the tasks as locally: deleted keys are inserts, keys of groups of
+    log files only are found there, a key in two groups (TXN-001) comes once per group."""
+    root = copy_table(name) if name != "written" else scenario(tmp_path / "t", 9, "ts").root
+    t = open_table(root)
+    t.build(record_index=True, progress=False)
+    keys, parts = _mor_probe(t)
+    df = spark.createDataFrame(pa.table({"row": pa.array(np.arange(len(keys))), "k": keys, "part": parts}))
+    for method in ("bloom", "record"):
+        for partition_col, local_parts in ((None, None), ("part", parts)):
+            local = t.tag(keys, local_parts, using=method)  # type: ignore[arg-type]
+            result, stats = tag_with_stats(
+                spark,
+                t,
+                df,
+                key_cols=["k"],
+                partition_col=partition_col,
+                using=method,  # type: ignore[arg-type]
+            )
+            by_key = _local_by_key(local, partition_col is not None)
+            where = parts if partition_col else [None] * len(keys)
+            got = _files_by_row(result)
+            assert got == {i: by_key[(k, p)] for i, (k, p) in enumerate(zip(keys, where, strict=True))}
+            assert stats.slices_read > 0 and stats.updates == tag_stats(local).updates
+            inserts = sum(f == {(None, None)} for f in got.values())
+            assert 0 < inserts < len(keys)

@@ -14,7 +14,7 @@ from hudi_data import COW_TABLES, MOR_TABLES
 from hudi_expr import Expression, col
 from hudi_expr.stats import leaf_columns
 from hudi_expr.types import is_comparable_type
-from index_store import UnsupportedTableError, open_table
+from index_store import open_table
 
 NON_EMPTY = [t for t in COW_TABLES if "empty" not in t]
 
@@ -96,9 +96,17 @@ def test_empty_tables_index_to_nothing(name: str, copy_table: Callable[[str], Pa
 
 
 @pytest.mark.parametrize("name", MOR_TABLES)
-def test_merge_on_read_tables_are_refused(name: str, hudi_tables: dict[str, Path]) -> None:
-    with pytest.raises(UnsupportedTableError, match="merge-on-read"):
-        open_table(hudi_tables[name])
+def test_merge_on_read_tables_open_and_index_every_file(name: str, copy_table: Callable[[str], Path]) -> None:
+    """Each base file and log file of the latest slices gets an entry; a log file's keys and
+    statistics are not read yet (tagging reads its records: tests/index_store/test_tag_mor.py)."""
+    table = open_table(copy_table(name))
+    assert table.reader.read_as == "slices"
+    table.build(progress=False)
+    listed = sorted(f.path for s in table.reader.file_slices() for f in s.files)
+    indexed = table.stats([])
+    assert sorted(indexed.files.to_pylist()) == listed and table.freshness().current
+    logs = [i for i, p in enumerate(indexed.files.to_pylist()) if "/." in "/" + p]
+    assert all(indexed.row_count[i].as_py() is None for i in logs)
 
 
 def test_replaced_file_groups_never_come_back(copy_table: Callable[[str], Path]) -> None:
