@@ -2,8 +2,8 @@
 many keys at once.
 
 A file slice holds a key's records in write order: the base file's row, then the log records by
-``_log_sequence``. Hudi folds them in that order, each record replacing the one kept so far when
-(``HoodieRecordMerger``'s commit- and event-time modes, as hudi-rs merges them):
+``_log_sequence``. Hudi's log record reader folds them in that order, each record replacing the one
+kept so far when (``HoodieRecordMerger``'s commit- and event-time modes):
 
 - commit time ordering: always (the last written wins);
 - event time ordering: its ordering value is at least the kept one's (ties go to the later write),
@@ -14,6 +14,11 @@ The fold's result is found without folding: after a key's last record without an
 (its position ``z``, or before the first record when there is none), the winner is the greatest
 (ordering value, position) among the records from ``z`` on, the one at ``z`` ranking lowest; with
 commit time ordering, the last record. A key whose winner is a delete has no live row.
+
+hudi-rs 0.5 gives the same answer but in one case (``datagen/hudi_merge.py``): a key written again
+after a delete without an ordering value, with a smaller ordering value than a record from before
+the delete. The fold keeps the new record (a live row, as Hudi's Java reader does); hudi-rs keeps
+the older record, then drops it for the delete (``write_mor_table`` refuses such writes).
 
 Which mode: ``hoodie.record.merge.mode`` (table versions 8 and 9); before it, the payload class
 (``DefaultHoodieRecordPayload`` and ``EventTimeAvroPayload`` order by event time, Hudi's default

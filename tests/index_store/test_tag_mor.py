@@ -12,14 +12,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hudi_data import MOR_TABLES
 from mor_oracle import START, hudi_rs_holders, rows, scenario, written_keys
 
 from index_store import DuplicateKeyError, IndexedTable, IndexStaleError, open_table
 from index_store.datagen.hudi_mor import DeltaCommit, write_mor_table
+from index_store.hudi_log import RECORD_KEY, scan_log_files, valid_instants
+from index_store.tables.hudi import HudiTable
 from index_store.tagging import tag_stats
+from index_store.tagging.locations import KeyQuery, TagContext
+from index_store.tagging.merge_rule import MergeRule
+from index_store.tagging.merged import MergedTagging
+from index_store.tagging.slices import SliceTable
 
 METHODS: list[Literal["bloom", "record"]] = ["bloom", "record"]
 Located = tuple[str | None, str | None]  # (file id, absolute file)
@@ -137,3 +145,63 @@ def test_a_new_delta_commit_makes_the_index_stale(tmp_path: Path) -> None:
     assert stats.slices_read == len(
         [g for g in written.file_groups if g.partition == "region=eu" and g.log_files]
     )
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_files_whose_keys_the_index_holds_are_read_only_for_their_keys(tmp_path: Path, version: int) -> None:
+    """When the index holds the keys of every file, log files too (as log files indexed from their
+    records will), a key is looked for only in the slices of the files named for it, their base
+    file only when it was named: the tags are still hudi-rs's, and fewer slices are read."""
+    written = scenario(tmp_path / "t", version, "ts")
+    reader = HudiTable(written.root)
+    spec = reader.record_key_spec()
+    assert spec is not None
+    slices = reader.file_slices()
+    files = [f for s in slices for f in s.files]
+    paths = pa.array([f.path for f in files], pa.string())
+    # What such an index answers: every (key, file) whose records, valid or not, hold the key.
+    holding: dict[str, set[int]] = {}
+    for i, f in enumerate(files):
+        full = written.root / f.path
+        if f.path.endswith(".parquet"):
+            keys = pq.read_table(full, columns=["_hoodie_record_key"]).column(0).to_pylist()
+        else:
+            keys = (
+                scan_log_files([full], lambda _i: True, key_spec=spec).records.column(RECORD_KEY).to_pylist()
+            )
+        for key in keys:
+            holding.setdefault(key, set()).add(i)
+    asked = [*sorted(holding), "never"]
+    key_idx = np.array([k for k, key in enumerate(asked) for _ in holding.get(key, ())], dtype=np.int64)
+    file_pos = np.array([i for key in asked for i in sorted(holding.get(key, ()))], dtype=np.int64)
+    table = SliceTable(str(written.root), spec, MergeRule("ts"), valid_instants(reader.timeline()))
+    merged = MergedTagging.of(table, slices, paths, np.ones(len(files), dtype=bool))
+    assert merged.unlocated.size == 0
+    context = TagContext(
+        root=str(written.root),
+        paths=paths,
+        partitions=pa.array([f.partition for f in files], pa.string()),
+        file_idx=np.arange(len(files)),
+        present=np.ones(len(files), dtype=bool),
+        spec=spec,
+        key_filters=lambda: pytest.fail("not asked"),
+        record_lookup=None,
+    )
+    located = merged(KeyQuery(context, pa.array(asked), None, "record"), key_idx, file_pos)
+    got: dict[str, set[str]] = {}
+    for k, p in zip(located.key_idx.tolist(), located.loc_pos.tolist(), strict=True):
+        assert located.locations.file_ids is not None
+        got.setdefault(asked[k], set()).add(located.locations.file_ids[p].as_py())
+    expected = {k: ids for (k, _), ids in hudi_rs_holders(written.root, spec).items()}
+    assert got == expected
+    # 201, 103 and 202 are in log records only: no base file is opened for them
+    only_in_logs = [asked.index(k) for k in ("201", "103", "202")]
+    few = merged(
+        KeyQuery(context, pa.array(asked), None, "record"), *_pairs_of(only_in_logs, key_idx, file_pos)
+    )
+    assert few.counters["files_opened"] == 0 and few.counters["slices_read"] == 3
+
+
+def _pairs_of(keys: list[int], key_idx: np.ndarray, file_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    keep = np.isin(key_idx, keys)
+    return key_idx[keep], file_pos[keep]
