@@ -28,7 +28,14 @@ import pyarrow.parquet as pq
 
 from hudi_expr.types import is_string_like
 from index_store.errors import TableFormatError, UnsupportedTableError
-from index_store.tables.base import DataFile, FileSlice, Partitioning, ReadMethod, TableReaderBase
+from index_store.tables.base import (
+    DataFile,
+    FileSlice,
+    LogMerging,
+    Partitioning,
+    ReadMethod,
+    TableReaderBase,
+)
 from index_store.tables.file_ids import hudi_file_ids
 from index_store.tables.hive import HIVE_NULL
 from index_store.tables.hudi_files import (
@@ -429,6 +436,10 @@ class HudiTable(TableReaderBase):
     def file_ids(self, paths: pa.StringArray) -> pa.StringArray:
         """The file group id each base or log file name carries."""
         return hudi_file_ids(paths)
+
+    def log_merging(self) -> LogMerging | None:
+        """A merge-on-read table's properties and timeline, read now; None for copy-on-write."""
+        return LogMerging(self.properties, self.timeline()) if self.merge_on_read else None
 
     def partition_schema(self) -> pa.Schema:
         """Partition columns the base files do not store (``drop.partition.columns``), typed from the

@@ -29,11 +29,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from index_store.arrays import unique_sorted
-from index_store.errors import UnsupportedTableError
 from index_store.hudi_log import valid_instants
 from index_store.record_key import RecordKeySpec
 from index_store.tables.base import FileSlice
-from index_store.tables.hudi import HudiTable
 from index_store.tagging.locations import KeyQuery
 from index_store.tagging.merge_rule import MergeRule
 from index_store.tagging.result import Located
@@ -160,16 +158,13 @@ def _merged_pairs(
 def merged_tagging(
     reader: TableReader, spec: RecordKeySpec, paths: pa.StringArray, recorded: Callable[[], np.ndarray]
 ) -> MergedTagging | None:
-    """What tagging needs of a merge-on-read table (``read_as == "slices"``: a file slice's rows
+    """What tagging needs of a merge-on-read table (``TableReader.log_merging``: a file slice's rows
     are its base file merged with its log files) against an index version's files (``paths``;
     ``recorded()``: per file, the index holds its keys), or None for a table whose files hold their
     rows whole."""
-    if reader.read_as != "slices":
+    merging = reader.log_merging()
+    if merging is None:
         return None
-    if not isinstance(reader, HudiTable):
-        raise UnsupportedTableError(
-            f"{reader.root} is read as file slices but is no Hudi table: tagging merges Hudi log files only"
-        )
-    rule = MergeRule.of(reader.properties, reader.root)
-    table = SliceTable(reader.root, spec, rule, valid_instants(reader.timeline()))
+    rule = MergeRule.of(merging.properties, reader.root)
+    table = SliceTable(reader.root, spec, rule, valid_instants(merging.timeline))
     return MergedTagging.of(table, reader.file_slices(), paths, recorded())
