@@ -504,7 +504,11 @@ class IndexedTable:
         (``index_store.sources``) is asked too, and the pairs all answers hold are kept. Returns
         rows in input order: ``key``,
         ``partition`` (the mapped path given, else the file's), ``file`` (absolute path; null for
-        an insert); ``index_store.tagging.tag_stats(result)`` gives per-stage counts.
+        an insert), ``file_id`` (its file group: Hudi's file id, a plain file's name stem);
+        ``index_store.tagging.tag_stats(result)`` gives per-stage counts. On a merge-on-read
+        table a key is in the file slice whose latest record of it (base file, then log files) is
+        not a delete (``index_store.tagging.slices``); ``file`` is that slice's base file, or its
+        latest log file when it has none.
 
         A key held by several live files (a Hudi table written with ``insert`` can hold one twice
         in a partition) gets one row per file with ``on_duplicate="all"``, as Hudi's bloom index
@@ -513,10 +517,8 @@ class IndexedTable:
         The index must be current: files added or rewritten since the last sync raise
         ``IndexStaleError`` (``sync=True`` syncs first), since a key in an unindexed file would
         otherwise be reported as an insert. Null and empty keys raise ``RecordKeyError``: Hudi's
-        key generators refuse both (``HoodieKeyException``), so no table holds one. A merge-on-read
-        table raises ``MergedReadError``: a key's newest version may be in a log file.
+        key generators refuse both (``HoodieKeyException``), so no table holds one.
         """
-        require_file_reads(self.reader, "tagging record keys (tag)")
         loaded = self._load().require_built(self.root)
         spec, method = tag_method(loaded.snap.config, self.root, using)
         check_on_duplicate(on_duplicate)

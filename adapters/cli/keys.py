@@ -316,7 +316,7 @@ def cmd_tag(args: argparse.Namespace) -> int:
     print(f"tagged {scope} with {how} over {files_text(stats.files)}:")
     print(stats.table())
     if out is not None:
-        print(f"wrote {result.num_rows:,} rows (key, partition, file) to {out}")
+        print(f"wrote {result.num_rows:,} rows (key, partition, file, file_id) to {out}")
     else:
         for line in _result_lines(result, table.root):
             print(line)
@@ -329,11 +329,12 @@ def _result_lines(result: pa.Table, root: str) -> list[str]:
     how many more there are."""
     shown = result.slice(0, TAG_SHOWN)
     prefix = root.rstrip(os.sep) + os.sep
-    rows = [("key", "partition", "file", "status")]
-    for key, part, file in zip(*(shown[c].to_pylist() for c in ("key", "partition", "file")), strict=True):
+    rows = [("key", "partition", "file", "file_id", "status")]
+    columns = (shown[c].to_pylist() for c in ("key", "partition", "file", "file_id"))
+    for key, part, file, file_id in zip(*columns, strict=True):
         where = "-" if file is None else file[len(prefix) :] if file.startswith(prefix) else file
-        rows.append((key, part or "-", where, "insert" if file is None else "update"))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        rows.append((key, part or "-", where, file_id or "-", "insert" if file is None else "update"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines[0] += f"  (files in {root})"
     if result.num_rows > TAG_SHOWN:

@@ -636,7 +636,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out",
         metavar="FILE",
-        help=f"write the result (key, partition, file) to a parquet file (without it the first "
+        help=f"write the result (key, partition, file, file_id) to a parquet file (without it the first "
         f"{TAG_SHOWN} rows are printed)",
     )
     p.add_argument("--json", action="store_true", help="print the counts and stage statistics as JSON")

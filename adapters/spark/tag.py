@@ -1,8 +1,9 @@
 """Tagging record keys with their data files on Spark (Hudi RFC-37's upsert index), distributed.
 
 ``tag(spark, table, df)`` returns ``df`` with a ``_file`` column: the absolute path of the live data
-file holding each row's record key (an update), null for a key found nowhere (an insert). The
-answers are those of ``IndexedTable.tag``; only the work moves to the executors:
+file holding each row's record key (an update), null for a key found nowhere (an insert), and a
+``_file_id`` column beside it: that file's file group (Hudi's file id, a plain file's name stem).
+The answers are those of ``IndexedTable.tag``; only the work moves to the executors:
 
 - keys: each row's record key is encoded on the executors (an Arrow UDF running
   ``RecordKeySpec.encode`` over whole batches, shipping only the key columns), or taken from a
@@ -17,6 +18,10 @@ answers are those of ``IndexedTable.tag``; only the work moves to the executors:
 - ``record``: the record index's Arrow IPC files are read on the executors (slices of its record
   batches), entries of dead or deleted files dropped, and joined with the distinct keys (a shuffle
   join on the key).
+
+- merge-on-read tables: the candidates (unverified, for ``bloom``) become candidate file slices,
+  and each slice decides for its keys inside a task (``tag_slices``), as locally; ``_file`` is
+  the slice's base file (or its latest log file), ``_file_id`` its file group.
 
 Python work runs in scalar Arrow UDFs, not ``mapInArrow``: PySpark 4.3 plans ``mapInArrow``
 through ``pandas_udf`` and so requires pandas, which this library does not depend on.
@@ -41,7 +46,7 @@ import re
 import time
 import uuid
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -56,6 +61,7 @@ from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from adapters.spark.tag_slices import in_slices
 from index_store import IndexedTable, open_table
 from index_store.arrays import unique_sorted
 from index_store.errors import (
@@ -73,16 +79,25 @@ from index_store.partitions import RECORD_INDEX_SCHEMA, read_files
 from index_store.partitions.base import live_positions
 from index_store.partitions.record_keys import RecordKeysPartition, read_record_key_rows
 from index_store.record_key import UNKNOWN, RecordKeySpec
-from index_store.tables.rows import require_file_reads
+from index_store.tagging.merged import merged_tagging
 from index_store.tagging.partitions import PartitionLayout
 from index_store.tagging.ranges import SortedBounds, needs_both_orders, range_pairs
 from index_store.tagging.stats import TagMethod
 from index_store.tagging.tagger import OnDuplicate, check_on_duplicate, tag_method
 from index_store.tagging.wiring import checked_keys
 
-__all__ = ["FILE_COLUMN", "SparkTagError", "SparkTagStats", "benchmark_tag", "tag", "tag_with_stats"]
+__all__ = [
+    "FILE_COLUMN",
+    "FILE_ID_COLUMN",
+    "SparkTagError",
+    "SparkTagStats",
+    "benchmark_tag",
+    "tag",
+    "tag_with_stats",
+]
 
 FILE_COLUMN = "_file"
+FILE_ID_COLUMN = "_file_id"
 _KEY = "__hudi_tag_key"
 _PART = "__hudi_tag_partition"
 _POS = "__hudi_tag_file_pos"
@@ -107,6 +122,7 @@ class SparkTagStats:
     after_range: int = 0  # candidate pairs after the key ranges (bloom)
     after_bloom: int = 0  # candidate pairs after the bloom filters (bloom), or live entries found (record)
     files_read: int = 0  # candidate files whose keys were read (bloom)
+    slices_read: int = 0  # merge-on-read file slices read (their base file keys and log records)
     updates: int = 0  # distinct (key, partition) inputs found in a file
     several_files: int = 0  # distinct (key, partition) inputs found in more than one file
     seconds: dict[str, float] = field(default_factory=dict)
@@ -122,9 +138,10 @@ def tag(
     on_duplicate: OnDuplicate = "all",
 ) -> DataFrame:
     """``df`` with a ``_file`` column: the absolute path of the live data file holding each row's
-    record key, null for a key no file holds (an insert); a row whose key several live files hold
-    comes once per file (``on_duplicate="all"``, as Hudi tags every copy) or raises
-    ``DuplicateKeyError`` (``"error"``).
+    record key, null for a key no file holds (an insert), and ``_file_id`` beside it: the file's
+    file group (Hudi's file id; a plain table's file name stem), null for an insert. A row whose
+    key several live files hold comes once per file (``on_duplicate="all"``, as Hudi tags every
+    copy) or raises ``DuplicateKeyError`` (``"error"``).
 
     ``key_cols``: None (``df`` has the index's key fields, ``snapshot().config.key_fields``,
     encoded as the table's key generator does) or ``[c]``, a string column of record keys exactly
@@ -152,13 +169,13 @@ def tag_with_stats(
 ) -> tuple[DataFrame, SparkTagStats]:
     """``tag``, and what its stages did and took (``SparkTagStats``)."""
     indexed = table if isinstance(table, IndexedTable) else open_table(table)
-    require_file_reads(indexed.reader, "tagging record keys on Spark (adapters.spark.tag)")
     live = _live_index(indexed)
     config = live.config
     spec, method = tag_method(config, indexed.root, using)
     check_on_duplicate(on_duplicate)
-    if FILE_COLUMN in df.columns:
-        raise ValueError(f"df already has a {FILE_COLUMN!r} column")
+    for name in (FILE_COLUMN, FILE_ID_COLUMN):
+        if name in df.columns:
+            raise ValueError(f"df already has a {name!r} column")
     keyed = df.withColumn(_KEY, _key_column(df, spec, key_cols))
     if partition_col is not None:
         if partition_col not in df.columns:
@@ -171,10 +188,26 @@ def tag_with_stats(
     distinct = keyed.select(*join_on).distinct()
 
     stats: dict[str, Any] = {"method": method, "files": int(live.present.sum()), "seconds": {}}
+    merged = merged_tagging(
+        indexed.reader, spec, pa.array(live.paths, pa.string()), lambda: _recorded(indexed, live)
+    )
+    per_partition = partition_col is not None
     if method == "bloom":
-        found = _by_blooms(spark, indexed, live, spec, distinct, partition_col is not None, stats)
+        # Merge-on-read: the slices read the candidates' base files (and logs) themselves.
+        verify = merged is None
+        found = _by_blooms(spark, indexed, live, spec, distinct, per_partition, stats, verify=verify)
     else:
-        found = _by_record_index(spark, indexed, live, distinct, partition_col is not None, stats)
+        found = _by_record_index(spark, indexed, live, distinct, per_partition, stats)
+    paths = live.paths
+    if merged is not None:
+        start = time.perf_counter()
+        names = {"key": _KEY, "partition": _PART, "pos": _POS, "file": FILE_COLUMN, "file_id": FILE_ID_COLUMN}
+        decided = in_slices(spark, merged, distinct, found, join_on, names, _run, _arrow_udf)
+        found, files, paths = decided.found, decided.locations, decided.paths
+        stats["slices_read"] = decided.slices_read
+        stats["seconds"]["slices"] = time.perf_counter() - start
+    else:
+        files = _files_frame(spark, live, indexed.reader.file_ids)
 
     start = time.perf_counter()
     with _spark_errors("duplicate keys"):
@@ -186,13 +219,12 @@ def tag_with_stats(
     stats["several_files"] = int(summary["twice"] or 0)
     if summary["twice"] and on_duplicate == "error":
         key, positions = summary["example"][_KEY], summary["example"]["positions"]
-        where = sorted(live.paths[int(p)] for p in positions)
+        where = sorted(paths[int(p)] for p in positions)
         raise DuplicateKeyError(
             f"{summary['twice']} record keys are in more than one live data file of {indexed.root}, "
             f"e.g. {key!r} in {where}: the table's keys are not unique (run hudi-index check)"
         )
-    files = _files_frame(spark, live)
-    answers = found.join(F.broadcast(files), _POS).select(*join_on, FILE_COLUMN)
+    answers = found.join(F.broadcast(files), _POS).select(*join_on, FILE_COLUMN, FILE_ID_COLUMN)
     result = keyed.join(answers, on=join_on, how="left").drop(*join_on)
     return result, SparkTagStats(**stats)
 
@@ -323,8 +355,10 @@ def _by_blooms(
     distinct: DataFrame,
     per_partition: bool,
     stats: dict[str, Any],
+    verify: bool = True,
 ) -> DataFrame:
-    """Confirmed ``(key[, partition], file_pos)``: ranges and blooms on executors, then reading."""
+    """Confirmed ``(key[, partition], file_pos)``: ranges and blooms on executors, then reading
+    (unless ``verify`` is False: the candidates as they are)."""
     start = time.perf_counter()
     keys = _key_rows(indexed, live)
     ranges = _Ranges(
@@ -352,7 +386,7 @@ def _by_blooms(
     stats["files_read"] = len(per_file)
 
     start = time.perf_counter()
-    if not per_file:
+    if not per_file or not verify:
         stats["seconds"]["verify"] = time.perf_counter() - start
         return candidates
     prefix = indexed.root.rstrip(os.sep) + os.sep
@@ -379,6 +413,18 @@ def _by_blooms(
         confirmed = candidates.join(stored, [_KEY, _POS], "left_semi").localCheckpoint(eager=True)
     stats["seconds"]["verify"] = time.perf_counter() - start
     return confirmed
+
+
+def _recorded(indexed: IndexedTable, live: _Live) -> np.ndarray:
+    """Per live file: does the index hold its keys (a ``record_keys`` row)?"""
+    rows = read_record_key_rows(indexed.index_root, live.live_record_keys, live.file_idx)
+    return rows["recorded"].to_numpy()
+
+
+def _run(what: str, job: Callable[[], Any]) -> Any:
+    """``job()``, a Spark job's failure raised as the library error its task raised."""
+    with _spark_errors(what):
+        return job()
 
 
 def _local_path(uri: str) -> str:
@@ -469,14 +515,19 @@ def _duplicates(found: DataFrame, keys: list[str]) -> dict[str, Any]:
     return row.asDict(recursive=False)
 
 
-def _files_frame(spark: SparkSession, live: _Live) -> DataFrame:
-    """``(file_pos, _file)`` of every live file (absolute paths as ``IndexedTable.tag`` gives)."""
+def _files_frame(
+    spark: SparkSession, live: _Live, file_ids: Callable[[pa.StringArray], pa.StringArray]
+) -> DataFrame:
+    """``(file_pos, _file, _file_id)`` of every live file (absolute paths and file ids as
+    ``IndexedTable.tag`` gives them; ``file_ids``: the table format's rule)."""
     prefix = live.root.rstrip(os.sep) + os.sep
+    paths = pa.array(live.paths, pa.string())
     return spark.createDataFrame(
         pa.table(
             {
                 _POS: pa.array(np.arange(len(live.paths), dtype=np.int64)),
                 FILE_COLUMN: pa.array([prefix + p for p in live.paths], pa.string()),
+                FILE_ID_COLUMN: file_ids(paths),
             }
         )
     )

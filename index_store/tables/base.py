@@ -4,19 +4,23 @@ they never test which format a reader is (``TableReaderBase`` gives each a defau
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pyarrow as pa
 
+from index_store.tables.file_ids import stem_file_ids
+
 if TYPE_CHECKING:
     from index_store.record_key import RecordKeySpec
+    from index_store.tables.hudi_timeline import HudiTimeline
 
 __all__ = [
     "DataFile",
     "FileSlice",
     "Listing",
+    "LogMerging",
     "Partitioning",
     "ReadMethod",
     "TableReader",
@@ -90,6 +94,16 @@ class FileSlice:
 
 
 @dataclass(frozen=True)
+class LogMerging:
+    """What merging a file slice's log files onto its base file needs of the table: the properties
+    saying how records of a key merge (Hudi's merge mode, ordering field, payload) and the
+    timeline, whose instants decide which log blocks count."""
+
+    properties: Mapping[str, str]
+    timeline: HudiTimeline
+
+
+@dataclass(frozen=True)
 class Partitioning:
     """How a table's folders hold its partitions."""
 
@@ -123,6 +137,16 @@ class TableReader(Protocol):
 
     def file_slices(self) -> list[FileSlice]:
         """The live file slices: each a base file (or none) and the log files to merge onto it."""
+        ...
+
+    def file_ids(self, paths: pa.StringArray) -> pa.StringArray:
+        """The file id of each data file (table-relative ``paths``): its file group's name, what
+        ``tag`` reports beside the file and the secondary index files its index files under."""
+        ...
+
+    def log_merging(self) -> LogMerging | None:
+        """What merging its file slices' log files needs (``read_as == "slices"``), or None when
+        its files hold their rows whole."""
         ...
 
     def partition_schema(self) -> pa.Schema:
@@ -183,6 +207,13 @@ class TableReaderBase:
     def file_slices(self) -> list[FileSlice]:
         """Each live file as a slice of its own, with no log files."""
         return [FileSlice(f.file_group or f.path, f.partition, f) for f in self.list_files()]
+
+    def file_ids(self, paths: pa.StringArray) -> pa.StringArray:
+        """Each file a group of its own, named by its file name's stem (``tables.file_ids``)."""
+        return stem_file_ids(paths)
+
+    def log_merging(self) -> LogMerging | None:
+        return None
 
     def partition_schema(self) -> pa.Schema:
         return pa.schema([])

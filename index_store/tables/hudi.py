@@ -10,7 +10,8 @@ rolled-back instants are never read.
 
 ``HudiFormat.open`` (``open_reader``) opens both kinds. A merge-on-read table's ``read_as`` is
 ``"slices"``: the index prunes it (log files have statistics of their own and a slice is kept whole),
-and its rows are read merged (``index_store.merged``).
+its rows are read merged (``index_store.merged``), and ``tag`` finds the slice holding each key's
+latest live record from its base file and log files (``tagging.slices``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,15 @@ import pyarrow.parquet as pq
 
 from hudi_expr.types import is_string_like
 from index_store.errors import TableFormatError, UnsupportedTableError
-from index_store.tables.base import DataFile, FileSlice, Partitioning, ReadMethod, TableReaderBase
+from index_store.tables.base import (
+    DataFile,
+    FileSlice,
+    LogMerging,
+    Partitioning,
+    ReadMethod,
+    TableReaderBase,
+)
+from index_store.tables.file_ids import hudi_file_ids
 from index_store.tables.hive import HIVE_NULL
 from index_store.tables.hudi_files import (
     BaseFileName,
@@ -446,6 +455,14 @@ class HudiTable(TableReaderBase):
     def file_slices(self) -> list[FileSlice]:
         """The latest committed slice of each live file group, by (partition, file id)."""
         return self._snapshot().slices
+
+    def file_ids(self, paths: pa.StringArray) -> pa.StringArray:
+        """The file group id each base or log file name carries."""
+        return hudi_file_ids(paths)
+
+    def log_merging(self) -> LogMerging | None:
+        """A merge-on-read table's properties and timeline, read now; None for copy-on-write."""
+        return LogMerging(self.properties, self.timeline()) if self.merge_on_read else None
 
     def partition_schema(self) -> pa.Schema:
         """Partition columns the base files do not store (``drop.partition.columns``), typed from the

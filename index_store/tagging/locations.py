@@ -16,6 +16,8 @@ import pyarrow.compute as pc
 
 from index_store.partitions.record_keys import KeyFilters
 from index_store.record_key import RecordKeySpec
+from index_store.tables.file_ids import stem_file_ids
+from index_store.tagging.result import Located
 from index_store.tagging.stats import TagMethod
 from index_store.tagging.verify import Verified
 
@@ -49,6 +51,12 @@ class TagContext:
     # Confirms (key, file) pairs another way than reading the files' keys (a value index on the
     # key column); None: read them.
     verify: Callable[[pa.StringArray, np.ndarray, np.ndarray], Verified] | None = None
+    # The file id of data files (table-relative paths): the table format's rule
+    # (``TableReader.file_ids``); the default, a file name's stem, is a plain table's.
+    file_ids: Callable[[pa.StringArray], pa.StringArray] = stem_file_ids
+    # Merge-on-read: turns the sources' candidate (key, file) pairs into the confirmed (key, file
+    # slice) pairs (``tagging.merged``); None: the files hold their rows whole.
+    merged: Callable[[KeyQuery, np.ndarray, np.ndarray], Located] | None = None
 
 
 @dataclass(frozen=True)

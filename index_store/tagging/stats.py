@@ -30,6 +30,8 @@ class TagStats:
     row_groups_read: int = 0
     bytes_read: int = 0  # compressed bytes of key column chunks (or record index batches) read
     false_positives: int = 0  # pairs the bloom stage kept that reading the keys refuted
+    slices_read: int = 0  # merge-on-read file slices read (base file keys and log records)
+    log_files_read: int = 0  # merge-on-read log files read
     updates: int = 0  # input keys found in a file
     inserts: int = 0  # input keys found nowhere
     several_files: int = 0  # input keys found in more than one live file (a result row per file)
@@ -61,6 +63,15 @@ class TagStats:
                     f"{self.files_read} of {self.files_opened} files",
                     f"{self.bytes_read:,}",
                     _t(s, "verify"),
+                )
+            )
+        if self.slices_read:
+            rows.append(
+                (
+                    "file slices",
+                    f"{self.slices_read} slices, {self.log_files_read} log files",
+                    "",
+                    _t(s, "slices"),
                 )
             )
         widths = [max(len(r[i]) for r in rows) for i in range(4)]

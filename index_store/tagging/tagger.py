@@ -21,21 +21,19 @@ updated; apache/hudi#380): one output row per (key, file) with ``on_duplicate="a
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, cast, get_args
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from index_store.arrays import unique_sorted
 from index_store.config import IndexConfig
-from index_store.errors import DuplicateKeyError, RecordKeyError
+from index_store.errors import RecordKeyError
 from index_store.record_key import RecordKeySpec
 from index_store.sources.keys import sourced_locations
 from index_store.tagging.locations import KeyQuery, TagContext
+from index_store.tagging.result import Locations, result_rows, result_table
 from index_store.tagging.stats import TAG_STATS_KEY, TagMethod, TagStats
 from index_store.tagging.verify import verify_pairs
 
@@ -47,8 +45,6 @@ __all__ = ["ON_DUPLICATE", "OnDuplicate", "TagContext", "check_on_duplicate", "t
 OnDuplicate = Literal["all", "error"]
 """A key in several live files: a row per file (as Hudi's bloom index tags every copy), or an error."""
 ON_DUPLICATE: tuple[OnDuplicate, ...] = get_args(OnDuplicate)
-
-RESULT_SCHEMA = pa.schema([("key", pa.string()), ("partition", pa.string()), ("file", pa.string())])
 
 
 def tag_method(config: IndexConfig, table: str, using: str) -> tuple[RecordKeySpec, TagMethod]:
@@ -87,6 +83,7 @@ def tag_keys(
     sources: Sequence[LocatesKeys] | None = None,
 ) -> pa.Table:
     """Rows in input order: ``key``, ``partition``, ``file`` (absolute path, null for an insert),
+    ``file_id`` (its file group: Hudi's file id, a plain file's name stem; null for an insert),
     with the run's ``TagStats`` in the schema metadata. A key in several live files has one row
     per file (in index order) with ``on_duplicate="all"``, raises ``DuplicateKeyError`` with
     ``"error"``; every other key has one row. ``sources``: the index sources asked where keys
@@ -94,28 +91,26 @@ def tag_keys(
     check_on_duplicate(on_duplicate)
     # Keys repeated in the batch are looked up once each time they appear: finding duplicates
     # costs a hash table over the batch, more than the repeated work it would save.
-    found = sourced_locations(KeyQuery(context, keys, partitions, method), sources)
+    query = KeyQuery(context, keys, partitions, method)
+    found = sourced_locations(query, sources)
     seconds, counters = dict(found.seconds), dict(found.counters)
     key_idx, file_pos = found.key_idx, found.file_pos
-    if not found.exact:
-        key_idx, file_pos = _verified(context, keys, key_idx, file_pos, seconds, counters)
-    row_key, location, per_key = _locations(context, keys, key_idx, file_pos, on_duplicate)
-    has_file = location >= 0
-    rows = pa.array(row_key, pa.int64())
-    prefix = context.root.rstrip(os.sep) + os.sep
-    take = pa.array(np.where(has_file, location, 0), pa.int64())
-    files = (
-        pc.binary_join_element_wise(pa.scalar(prefix), context.paths.take(take), "")
-        if len(context.paths)
-        else pa.nulls(len(row_key), pa.string())
-    )
-    files = pc.if_else(pa.array(has_file), files, pa.scalar(None, pa.string()))
-    if partitions is not None:
-        part = partitions if len(row_key) == len(keys) else partitions.take(rows)
-    elif len(context.partitions):
-        part = pc.if_else(pa.array(has_file), context.partitions.take(take), pa.scalar(None, pa.string()))
+    if context.merged is not None:
+        # Merge-on-read: a key's latest record may be in a log file, or a delete; the file slices
+        # decide, reading what verification would read and the slices' log files.
+        located = context.merged(query, key_idx, file_pos)
+        key_idx, file_pos, locations = located.key_idx, located.loc_pos, located.locations
+        seconds.update(located.seconds)
+        for name, value in located.counters.items():
+            counters[name] = counters.get(name, 0) + value
     else:
-        part = pa.nulls(len(row_key), pa.string())
+        if not found.exact:
+            key_idx, file_pos = _verified(context, keys, key_idx, file_pos, seconds, counters)
+        locations = Locations(context.paths, context.partitions, context.file_ids)
+    rows = result_rows(
+        len(keys), key_idx, file_pos, locations, on_duplicate, context.root, lambda k: keys[k].as_py()
+    )
+    per_key = rows.per_key
     stats = TagStats(
         method=method,
         keys=len(keys),
@@ -127,9 +122,8 @@ def tag_keys(
         pairs_by_source=dict(found.pairs_by_source),
         **counters,
     )
-    schema = RESULT_SCHEMA.with_metadata({TAG_STATS_KEY: stats.to_json().encode()})
-    out_keys = keys if len(row_key) == len(keys) else keys.take(rows)
-    return pa.table([out_keys, part.cast(pa.string()), files.cast(pa.string())], schema=schema)
+    metadata = {TAG_STATS_KEY: stats.to_json().encode()}
+    return result_table(context.root, keys, partitions, rows, locations, metadata)
 
 
 def _verified(
@@ -156,33 +150,3 @@ def _verified(
         false_positives=int((~verified.confirmed).sum()),
     )
     return key_idx[verified.confirmed], file_pos[verified.confirmed]
-
-
-def _locations(
-    context: TagContext, keys: pa.StringArray, key_idx: np.ndarray, file_pos: np.ndarray, on_duplicate: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The output rows from the confirmed (key, file) pairs: per row its key's input position and
-    file position (-1: an insert), in input order, a key in several files once per file in file
-    order; and per key how many files hold it. With ``on_duplicate="error"`` a key in several
-    files raises ``DuplicateKeyError`` instead."""
-    n = max(len(context.paths), 1)
-    pairs = unique_sorted(key_idx * n + file_pos)  # sorted by key, then file
-    key_idx, file_pos = pairs // n, pairs % n
-    per_key = np.bincount(key_idx, minlength=len(keys)).astype(np.int64)
-    twice = np.flatnonzero(per_key > 1)
-    if twice.size and on_duplicate == "error":
-        k = int(twice[0])
-        where = sorted(context.paths[int(p)].as_py() for p in file_pos[key_idx == k])
-        raise DuplicateKeyError(
-            f"{twice.size} record keys are in more than one live data file of {context.root}, e.g. "
-            f"{keys[k].as_py()!r} in {where}: the table's keys are not unique (run hudi-index check; "
-            "on_duplicate='all' tags each copy, as Hudi does)"
-        )
-    rows_per_key = np.maximum(per_key, 1)
-    row_key = np.repeat(np.arange(len(keys), dtype=np.int64), rows_per_key)
-    location = np.full(row_key.size, -1, dtype=np.int64)
-    if key_idx.size:
-        first_row = np.cumsum(rows_per_key) - rows_per_key  # of each key
-        first_pair = np.cumsum(per_key) - per_key
-        location[first_row[key_idx] + np.arange(key_idx.size) - first_pair[key_idx]] = file_pos
-    return row_key, location, per_key

@@ -16,7 +16,14 @@ import pyarrow.parquet as pq
 from index_store.errors import TableFormatError
 from index_store.record_key import RecordKeySpec
 
-__all__ = ["Verified", "verify_pairs"]
+__all__ = [
+    "Verified",
+    "column_indices",
+    "row_groups_admitting",
+    "rows_that_may_match",
+    "thread_pool",
+    "verify_pairs",
+]
 
 
 @dataclass(frozen=True)
@@ -60,7 +67,7 @@ def verify_pairs(
         return pairs[found], groups, size
 
     # One file is read here: handing it to a thread costs more than reading it.
-    results = [one(0)] if files.size == 1 else list(_pool(workers).map(one, range(files.size)))
+    results = [one(0)] if files.size == 1 else list(thread_pool(workers).map(one, range(files.size)))
     for pairs, _, _ in results:
         confirmed[pairs] = True
     return Verified(
@@ -75,7 +82,7 @@ def verify_pairs(
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 
 
-def _pool(workers: int | None) -> ThreadPoolExecutor:
+def thread_pool(workers: int | None) -> ThreadPoolExecutor:
     """A thread pool kept for the process: a tag of a few keys must not pay for starting threads."""
     size = workers or min(8, (os.cpu_count() or 2) * 2)
     if size not in _POOLS:
@@ -87,7 +94,7 @@ def _lookup_file(path: str, wanted: pa.StringArray, spec: RecordKeySpec) -> tupl
     """Which of ``wanted`` are keys of the file; the row groups and bytes read to find out."""
     try:
         pf = pq.ParquetFile(path)
-        groups = _row_groups_admitting(pf, wanted, spec)
+        groups = row_groups_admitting(pf, wanted, spec)
         if not groups:
             return np.zeros(0, dtype=np.int64), 0, 0
         table = pf.read_row_groups(groups, columns=list(spec.read_columns))
@@ -97,17 +104,17 @@ def _lookup_file(path: str, wanted: pa.StringArray, spec: RecordKeySpec) -> tupl
         ) from None
     except (pa.ArrowException, OSError) as exc:
         raise TableFormatError(f"data file {path} is not readable parquet: {exc}") from None
-    stored = spec.keys_of(_rows_that_may_match(table, wanted, spec))
+    stored = spec.keys_of(rows_that_may_match(table, wanted, spec))
     hit = pc.is_in(wanted, value_set=stored).to_numpy(zero_copy_only=False)
     size = sum(
         pf.metadata.row_group(g).column(c).total_compressed_size
         for g in groups
-        for c in _column_indices(pf, spec.read_columns)
+        for c in column_indices(pf, spec.read_columns)
     )
     return np.flatnonzero(hit), len(groups), size
 
 
-def _rows_that_may_match(table: pa.Table, wanted: pa.StringArray, spec: RecordKeySpec) -> pa.Table:
+def rows_that_may_match(table: pa.Table, wanted: pa.StringArray, spec: RecordKeySpec) -> pa.Table:
     """The rows worth encoding: when keys are made from fields and every wanted key starts with an
     integer, only rows holding one of those integers (encoding every row costs more than this)."""
     if spec.column is not None or not spec.fields:
@@ -121,19 +128,19 @@ def _rows_that_may_match(table: pa.Table, wanted: pa.StringArray, spec: RecordKe
     return table.filter(pc.is_in(first.cast(pa.int64()), value_set=values))
 
 
-def _column_indices(pf: pq.ParquetFile, names: Sequence[str]) -> list[int]:
+def column_indices(pf: pq.ParquetFile, names: Sequence[str]) -> list[int]:
     schema = pf.metadata.schema
     return [i for i in range(len(schema)) if schema.column(i).path in names]
 
 
-def _row_groups_admitting(pf: pq.ParquetFile, wanted: pa.StringArray, spec: RecordKeySpec) -> list[int]:
+def row_groups_admitting(pf: pq.ParquetFile, wanted: pa.StringArray, spec: RecordKeySpec) -> list[int]:
     """Row groups whose min/max of the stored key column admit a wanted key (all of them when the
     keys are not stored as one string column, or a group has no usable statistics)."""
     meta = pf.metadata
     groups = list(range(meta.num_row_groups))
     if spec.column is None or meta.num_row_groups <= 1:
         return groups
-    indices = _column_indices(pf, [spec.column])
+    indices = column_indices(pf, [spec.column])
     if len(indices) != 1:
         return groups
     # Parquet orders strings as unsigned bytes, as Arrow compares binary: compare the UTF-8 bytes.

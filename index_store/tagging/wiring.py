@@ -21,6 +21,7 @@ from index_store.partitions.record_index import lookup_record_keys
 from index_store.record_key import RecordKeySpec
 from index_store.secondary.tagging import verify_with_index
 from index_store.tagging.locations import RecordMatches, TagContext
+from index_store.tagging.merged import merged_tagging
 from index_store.tagging.partitions import PartitionLayout
 from index_store.tagging.stats import TagMethod
 from index_store.tagging.tagger import OnDuplicate, tag_keys
@@ -59,6 +60,8 @@ def tag_loaded(
         key_filters=loaded.record_key_filters,
         record_lookup=_record_lookup(loaded) if config.record_index else None,
         leading_bounds=lambda: leading_bounds(table, loaded, spec),
+        file_ids=table.reader.file_ids,
+        merged=merged_tagging(table.reader, spec, loaded.paths, lambda: loaded.record_key_filters().recorded),
     )
     return tag_keys(context, keys, partitions, method, on_duplicate)
 

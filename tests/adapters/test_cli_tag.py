@@ -59,7 +59,7 @@ def _out(tmp_path: Path, capsys: pytest.CaptureFixture[str], table: Path, *args:
 
 
 def _same(got: pa.Table, expected: pa.Table) -> None:
-    assert got.column_names == ["key", "partition", "file"]
+    assert got.column_names == ["key", "partition", "file", "file_id"]
     assert got.to_pylist() == expected.to_pylist()
 
 
@@ -413,7 +413,10 @@ def test_a_key_in_two_files_fails_tagging_and_check_lists_it(
         assert code == 0 and out.startswith("2 updates, 0 inserts (2 keys from standard input)\n"), err
         assert "1 key is in more than one live file: a row per file (each copy is updated)" in out
         rows = [line.split() for line in out.splitlines() if line.startswith("3 ")]
-        assert rows == [["3", "p=a", "p=a/f1.parquet", "update"], ["3", "p=a", "p=a/f2.parquet", "update"]]
+        assert rows == [
+            ["3", "p=a", "p=a/f1.parquet", "f1", "update"],
+            ["3", "p=a", "p=a/f2.parquet", "f2", "update"],
+        ]
         # Per partition, 4 is unique: only 3 is not.
         pq.write_table(pa.table({"id": ["4", "4", "1"], "p": ["p=a", "p=b", "p=a"]}), tmp_path / "k.parquet")
         code, out, err = run(
@@ -465,9 +468,11 @@ def test_tag_a_real_hudi_table_from_its_own_rows(
                     **{k: str(v) for k, v in row.items()},
                     "part": f.partition,
                     "file": os.path.join(t.root, f.path),
+                    "file_id": f.file_group,
                 }
             )
-    absent = {**rows[0], fields[0]: rows[0][fields[0]] + "-absent", "file": None}
+    assert all(r["file_id"] for r in rows)  # the Hudi file id the listing parsed from the name
+    absent = {**rows[0], fields[0]: rows[0][fields[0]] + "-absent", "file": None, "file_id": None}
     rows.append(absent)
     lines = [",".join([*fields, "part"])] + [",".join([*(r[k] for k in fields), r["part"]]) for r in rows]
     (tmp_path / "k.csv").write_text("\n".join(lines) + "\n")
@@ -479,6 +484,7 @@ def test_tag_a_real_hudi_table_from_its_own_rows(
         _same(got, t.tag(table_of_keys, parts, using=using))  # type: ignore[arg-type]
         files = [None if f is None else os.path.normpath(f) for f in got["file"].to_pylist()]
         assert files == [r["file"] for r in rows]
+        assert got["file_id"].to_pylist() == [r["file_id"] for r in rows]
         code, out, _ = _tag(capsys, root, *args)
         assert out.startswith(f"{len(rows) - 1} updates, 1 insert ")
 
@@ -530,7 +536,8 @@ def test_keys_of_an_unknown_encoding_are_taken_as_stored(
 def test_tag_prints_each_keys_file_without_out(
     keyed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Without --out the rows are printed (key, partition, file relative to the table, status),
+    """Without --out the rows are printed (key, partition, file relative to the table, file id,
+    status),
     at most ``TAG_SHOWN`` of them and a note of the rest; --json prints only the statistics."""
     run(capsys, "build", str(keyed), "--record-key", "id")
     _stdin(monkeypatch, "0105\n9999\n1201\n")
@@ -538,12 +545,12 @@ def test_tag_prints_each_keys_file_without_out(
     assert code == 0, err
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("key ") and "status" in line)
-    assert lines[header].split()[:4] == ["key", "partition", "file", "status"]
+    assert lines[header].split()[:5] == ["key", "partition", "file", "file_id", "status"]
     assert f"(files in {keyed})" in lines[header]
     assert [line.split() for line in lines[header + 1 : header + 4]] == [
-        ["0105", "region=eu", "region=eu/f1.parquet", "update"],
-        ["9999", "-", "-", "insert"],
-        ["1201", "region=us", "region=us/f2.parquet", "update"],
+        ["0105", "region=eu", "region=eu/f1.parquet", "f1", "update"],
+        ["9999", "-", "-", "-", "insert"],
+        ["1201", "region=us", "region=us/f2.parquet", "f2", "update"],
     ]
     assert lines[header + 4].startswith("total ")
     monkeypatch.setattr(cli_keys, "TAG_SHOWN", 2)
@@ -616,3 +623,22 @@ def test_null_partitions_of_a_non_partitioned_table(
         )
         assert [f is not None for f in got["file"].to_pylist()] == [True, True, False]
         assert got["partition"].to_pylist() == ["", "", ""]
+
+
+def test_tag_a_merge_on_read_table(
+    copy_table: Callable[[str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A key deleted in a log file is an insert, a key updated in one is in its file group; the
+    file slices read are reported (the decisions themselves: tests/index_store/test_tag_mor.py)."""
+    root = copy_table("mor_avro_v9_timebasedkeygen_nonhivestyle")  # TXN-002 deleted, TXN-003 updated
+    code, _, err = run(capsys, "build", str(root), "--record-index")
+    assert code == 0, err
+    keys = ["TXN-002", "TXN-003", "TXN-404"]
+    pq.write_table(pa.table({"k": keys}), tmp_path / "k.parquet")
+    for using in ("bloom", "record"):
+        args = ("--keys", str(tmp_path / "k.parquet"), "--key-col", "k", "--using", using)
+        got = _out(tmp_path, capsys, root, *args)
+        _same(got, open_table(root).tag(keys, using=using))  # type: ignore[arg-type]
+        assert got["file_id"].to_pylist() == [None, "3f9cc880-1bdc-4f80-9715-78467c6404ce-0", None]
+        code, out, _ = _tag(capsys, root, *args)
+        assert code == 0 and out.startswith("1 update, 2 inserts") and "file slices" in out

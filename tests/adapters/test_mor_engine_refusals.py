@@ -1,7 +1,8 @@
-"""Every engine path that would read a merge-on-read table's rows, or tag its keys, file by file
-refuses it with a one-line ``MergedReadError``, never a wrong answer: DuckDB (the index statements,
-``advise``), the command line, and Spark (tagging, builds). The index commands work on it, and the
-read paths read its slices merged (tests/adapters/test_hudi_mor_read_paths.py)."""
+"""Every engine path that would read a merge-on-read table's rows file by file refuses it with a
+one-line ``MergedReadError``, never a wrong answer: DuckDB (the index statements, ``advise``), the
+command line, and Spark (builds). The index commands work on it, the read paths read its slices
+merged (tests/adapters/test_hudi_mor_read_paths.py), and tagging finds each key's slice
+(tests/index_store/test_tag_mor.py, tests/adapters/test_spark_tag.py)."""
 
 from __future__ import annotations
 
@@ -55,7 +56,6 @@ def test_duckdb_advise_refuses(root: Path) -> None:
         ["sql", "CREATE INDEX by_name ON '{root}' (name)"],
         ["index", "create", "{root}", "--columns", "name"],
         ["index", "build", "{root}"],
-        ["tag", "{root}", "--keys", "-"],
         ["check", "{root}"],
         ["advise", "{root}", "--workload", "-", "--name", "t"],
     ],
@@ -97,17 +97,15 @@ def test_cli_index_commands_work(root: Path, capsys: pytest.CaptureFixture[str])
 
 
 SPARK_CALLS = [
-    "tag",
     "build_index",
     "build_secondary_index",
 ]
 
 
 def _spark_call(spark: Any, root: str, name: str) -> Callable[[], Any]:
-    from adapters.spark import build_index, build_secondary_index, tag
+    from adapters.spark import build_index, build_secondary_index
 
     calls: dict[str, Callable[[], Any]] = {
-        "tag": lambda: tag(spark, root, spark.createDataFrame([("1",)], "k string"), "k"),
         "build_index": lambda: build_index(spark, root),
         "build_secondary_index": lambda: build_secondary_index(spark, root),
     }

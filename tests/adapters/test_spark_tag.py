@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from mor_oracle import scenario, written_keys
 from pyspark.sql import SparkSession
 
 from adapters.spark import build_index, tag, tag_with_stats
@@ -66,26 +67,27 @@ def _same_as_local(
     methods: Sequence[str] = ("bloom", "record"),
     **kwargs: str | list[str],
 ) -> list[str | None]:
-    """Tags a DataFrame of ``columns`` on Spark with each method: its ``_file`` of each row must be
-    what the local ``tag`` says of ``local_keys`` (and ``local_parts``). Returns the files."""
+    """Tags a DataFrame of ``columns`` on Spark with each method: its ``_file`` and ``_file_id`` of
+    each row must be what the local ``tag`` says of ``local_keys`` (and ``local_parts``). Returns
+    the files."""
     n = len(next(iter(columns.values())))
     df = spark.createDataFrame(pa.table({"row": pa.array(np.arange(n)), **columns}))
     files: list[str | None] | None = None
     for method in methods:
         local = t.tag(local_keys, local_parts, using=method)  # type: ignore[arg-type]
-        expected = local["file"].to_pylist()
-        assert files is None or expected == files
-        files = expected
+        expected = list(zip(local["file"].to_pylist(), local["file_id"].to_pylist(), strict=True))
+        assert files is None or [f for f, _ in expected] == files
+        files = [f for f, _ in expected]
         result, stats = tag_with_stats(spark, t, df, using=method, **kwargs)  # type: ignore[arg-type]
-        assert result.columns == [*df.columns, "_file"]
-        got: list[str | None] = [None] * n
-        rows = result.select("row", "_file").collect()
+        assert result.columns == [*df.columns, "_file", "_file_id"]
+        got: list[tuple[str | None, str | None]] = [(None, None)] * n
+        rows = result.select("row", "_file", "_file_id").collect()
         assert len(rows) == n
         for r in rows:
-            got[r["row"]] = r["_file"]
+            got[r["row"]] = (r["_file"], r["_file_id"])
         assert got == expected, (method, sum(a != b for a, b in zip(got, expected, strict=True)))
         parts: list[str | None] = list(local_parts) if local_parts is not None else [None] * n
-        found = zip(local["key"].to_pylist(), parts, expected, strict=True)
+        found = zip(local["key"].to_pylist(), parts, files, strict=True)
         assert stats.method == method
         assert stats.updates == len({(k, p) for k, p, f in found if f is not None})
     assert files is not None
@@ -297,19 +299,23 @@ def test_keys_computed_on_spark_are_the_local_ones(
             assert remote.keys is None
 
 
-def _files_by_row(result: Any) -> dict[int, set[str | None]]:
-    """row -> the ``_file`` of each output row of that input row."""
-    out: dict[int, set[str | None]] = {}
-    for r in result.select("row", "_file").collect():
-        out.setdefault(r["row"], set()).add(r["_file"])
+Located = tuple[str | None, str | None]  # (file, file id)
+
+
+def _files_by_row(result: Any) -> dict[int, set[Located]]:
+    """row -> the ``(_file, _file_id)`` of each output row of that input row."""
+    out: dict[int, set[Located]] = {}
+    for r in result.select("row", "_file", "_file_id").collect():
+        out.setdefault(r["row"], set()).add((r["_file"], r["_file_id"]))
     return out
 
 
-def _local_by_key(local: pa.Table, per_partition: bool) -> dict[tuple[str, str | None], set[str | None]]:
-    """(key, its partition, or None globally) -> the files of its rows in a local result."""
-    out: dict[tuple[str, str | None], set[str | None]] = {}
-    for k, p, f in zip(*(local[c].to_pylist() for c in ("key", "partition", "file")), strict=True):
-        out.setdefault((k, p if per_partition else None), set()).add(f)
+def _local_by_key(local: pa.Table, per_partition: bool) -> dict[tuple[str, str | None], set[Located]]:
+    """(key, its partition, or None globally) -> the (file, file id) of its rows in a local result."""
+    out: dict[tuple[str, str | None], set[Located]] = {}
+    columns = (local[c].to_pylist() for c in ("key", "partition", "file", "file_id"))
+    for k, p, f, i in zip(*columns, strict=True):
+        out.setdefault((k, p if per_partition else None), set()).add((f, i))
     return out
 
 
@@ -378,8 +384,10 @@ def test_partition_values_map_to_the_tables_paths_on_spark(spark: SparkSession, 
             "region=eu",
         ]
         got = _files_by_row(tag(spark, t, df, partition_col="p", using=method))  # type: ignore[arg-type]
-        assert got == {i: {f} for i, f in enumerate(local["file"].to_pylist())}
-        assert [None in got[i] for i in range(5)] == [False, False, False, True, True]
+        located = zip(local["file"].to_pylist(), local["file_id"].to_pylist(), strict=True)
+        assert got == {i: {pair} for i, pair in enumerate(located)}
+        assert [(None, None) in got[i] for i in range(5)] == [False, False, False, True, True]
+        assert {i for pair in got.values() for _, i in pair} == {"f", None}  # the file name's stem
         bad = spark.createDataFrame(pa.table({"id": ["1"], "p": ["country=apac"]}))
         with pytest.raises(
             PartitionPathError, match="'country=apac': level 1 'country=apac' names another key"
@@ -402,4 +410,45 @@ def test_partition_values_map_to_the_tables_paths_on_spark(spark: SparkSession, 
     )
     for method in ("bloom", "record"):
         got = _files_by_row(tag(spark, f, df, partition_col="p", using=method))  # type: ignore[arg-type]
-        assert got == {0: {str(flat / "a.parquet")}, 1: {str(flat / "a.parquet")}, 2: {None}}
+        a = (str(flat / "a.parquet"), "a")
+        assert got == {0: {a}, 1: {a}, 2: {(None, None)}}
+
+
+def _mor_probe(t: IndexedTable) -> tuple[list[str], list[str]]:
+    """Every key written to the table's slices (live or deleted) with its partition, and a key
+    never written per partition."""
+    written = sorted(written_keys(Path(t.root), t.reader))  # type: ignore[arg-type]
+    parts = sorted({p for _, p in written})
+    asked = written + [(f"never-{i}", p) for i, p in enumerate(parts)]
+    return [k for k, _ in asked], [p for _, p in asked]
+
+
+@pytest.mark.parametrize("name", ["mor_avro_v9_timebasedkeygen_nonhivestyle", "written"])
+def test_merge_on_read_tables_tag_as_locally(
+    spark: SparkSession, copy_table: Callable[[str], Path], tmp_path: Path, name: str
+) -> None:
+    """The slices decide inside the tasks as locally: deleted keys are inserts, keys of groups of
+    log files only are found there, a key in two groups (TXN-001) comes once per group."""
+    root = copy_table(name) if name != "written" else scenario(tmp_path / "t", 9, "ts").root
+    t = open_table(root)
+    t.build(record_index=True, progress=False)
+    keys, parts = _mor_probe(t)
+    df = spark.createDataFrame(pa.table({"row": pa.array(np.arange(len(keys))), "k": keys, "part": parts}))
+    for method in ("bloom", "record"):
+        for partition_col, local_parts in ((None, None), ("part", parts)):
+            local = t.tag(keys, local_parts, using=method)  # type: ignore[arg-type]
+            result, stats = tag_with_stats(
+                spark,
+                t,
+                df,
+                key_cols=["k"],
+                partition_col=partition_col,
+                using=method,  # type: ignore[arg-type]
+            )
+            by_key = _local_by_key(local, partition_col is not None)
+            where = parts if partition_col else [None] * len(keys)
+            got = _files_by_row(result)
+            assert got == {i: by_key[(k, p)] for i, (k, p) in enumerate(zip(keys, where, strict=True))}
+            assert stats.slices_read > 0 and stats.updates == tag_stats(local).updates
+            inserts = sum(f == {(None, None)} for f in got.values())
+            assert 0 < inserts < len(keys)

@@ -221,7 +221,7 @@ def test_empty_input_and_empty_table(tmp_path: Path) -> None:
     t.build(record_key="id", record_index=True, progress=False)
     for method in METHODS:
         result = t.tag([], using=method)  # type: ignore[arg-type]
-        assert result.num_rows == 0 and result.schema.names == ["key", "partition", "file"]
+        assert result.num_rows == 0 and result.schema.names == ["key", "partition", "file", "file_id"]
     empty = tmp_path / "empty"
     empty.mkdir()
     e = open_table(empty)

@@ -11,10 +11,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hudi_data import COW_TABLES, MOR_TABLES
+from hudi_data import COW_TABLES
 
 from hudi_expr import col
-from index_store import DuplicateKeyError, UnsupportedTableError, open_table
+from index_store import DuplicateKeyError, open_table
 from index_store.partitions import read_record_keys
 from index_store.record_key import RecordKeySpec
 from index_store.tagging import tag_stats
@@ -140,17 +140,6 @@ def test_empty_hudi_tables_tag_everything_as_inserts(name: str, copy_table: Call
     t.build(progress=False, record_index=True)
     for method in ("bloom", "record"):
         assert t.tag(["a", "b"], using=method)["file"].null_count == 2  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize("name", MOR_TABLES)
-def test_merge_on_read_tables_cannot_be_tagged(name: str, copy_table: Callable[[str], Path]) -> None:
-    """Their index holds log files' keys, but a key's newest version may be in a log: refused."""
-    t = open_table(copy_table(name))
-    t.build(progress=False)
-    with pytest.raises(UnsupportedTableError, match="merge-on-read"):
-        t.tag(["a"])
-    with pytest.raises(UnsupportedTableError, match="merge-on-read"):
-        t.duplicate_keys()
 
 
 def test_a_corrupt_footer_filter_is_not_trusted(copy_table: Callable[[str], Path]) -> None:

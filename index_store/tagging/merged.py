@@ -1,0 +1,169 @@
+"""Tagging a merge-on-read table: the index sources' candidate (key, file) pairs become candidate
+(key, file slice) pairs, and ``slices.locate_in_slices`` decides which slice holds each key's
+latest live record.
+
+Where candidate slices come from:
+
+- the sources' pairs (record index, key ranges + bloom filters), of base files and of log files
+  alike: the slice holding the file named. Each answer holds every file holding the key, so a
+  slice whose base file was not named for a key is not read for it, only its log files;
+- every slice with a file whose keys the index does not hold (no ``record_keys`` row: a log file
+  with a block that does not decode here; or no entry at all) is a candidate for every key of its partition (of the table, when tagging
+  globally): nothing else says which keys its logs bring. With such a base file, the base is read
+  for those keys too.
+
+The slices are the table's live slices listed now; ``tag`` has checked the index describes them
+(``IndexStaleError`` otherwise).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from index_store.arrays import unique_sorted
+from index_store.hudi_log import valid_instants
+from index_store.record_key import RecordKeySpec
+from index_store.tables.base import FileSlice
+from index_store.tagging.locations import KeyQuery
+from index_store.tagging.merge_rule import MergeRule
+from index_store.tagging.result import Located
+from index_store.tagging.slices import SliceTable, locate_in_slices, slice_locations
+
+if TYPE_CHECKING:
+    from index_store.tables.base import TableReader
+
+__all__ = ["MergedTagging", "merged_tagging"]
+
+
+@dataclass(frozen=True)
+class MergedTagging:
+    """A merge-on-read table's live slices against one index version's files, as tagging needs
+    them (``TagContext.merged``)."""
+
+    table: SliceTable
+    slices: Sequence[FileSlice]
+    slice_of: np.ndarray  # per index file: the position of its slice (-1: in none)
+    is_base: np.ndarray  # per index file: it is its slice's base file
+    unlocated: np.ndarray  # slices with a file whose keys the index does not hold, ascending
+    unlocated_base: np.ndarray  # per such slice: that file is its base file
+
+    @classmethod
+    def of(
+        cls, table: SliceTable, slices: Sequence[FileSlice], paths: pa.StringArray, recorded: np.ndarray
+    ) -> MergedTagging:
+        """``slices`` against the index's files (``paths``; ``recorded``: per file, the index
+        holds its keys)."""
+        files = [(f.path, i, f is s.base) for i, s in enumerate(slices) for f in s.files]
+        file_paths = pa.array([f for f, _, _ in files], pa.string())
+        owner = np.array([i for _, i, _ in files], dtype=np.int64)
+        base = np.array([b for _, _, b in files], dtype=bool)
+        where = pc.index_in(paths, value_set=file_paths)
+        known = where.is_valid().to_numpy(zero_copy_only=False)
+        at = where.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        slice_of = np.where(known, owner[at] if owner.size else -1, -1)
+        is_base = known & (base[at] if base.size else False)
+        # Each slice file's index entry: an unknown one, or one without key information, leaves
+        # the index unable to say which keys the file holds.
+        entry = pc.index_in(file_paths, value_set=paths)
+        holds_keys = entry.is_valid().to_numpy(zero_copy_only=False)
+        holds_keys[holds_keys] = recorded[entry.drop_null().to_numpy(zero_copy_only=False).astype(np.int64)]
+        missing = np.flatnonzero(~holds_keys)
+        unlocated = unique_sorted(owner[missing])
+        unlocated_base = np.zeros(unlocated.size, dtype=bool)
+        unlocated_base[np.searchsorted(unlocated, owner[missing[base[missing]]])] = True
+        return cls(table, slices, slice_of, is_base, unlocated, unlocated_base)
+
+    def __call__(self, query: KeyQuery, key_idx: np.ndarray, file_pos: np.ndarray) -> Located:
+        """The confirmed (key, slice) pairs from the sources' candidate (key, file) pairs."""
+        start = time.perf_counter()
+        keep = self.slice_of[file_pos] >= 0 if file_pos.size else np.zeros(0, dtype=bool)
+        by_source = (key_idx[keep], self.slice_of[file_pos[keep]], self.is_base[file_pos[keep]])
+        by_partition = self._by_partition(query)
+        pair_key, pair_slice, in_base = _merged_pairs(by_source, by_partition, n_slices=len(self.slices))
+        # Only the candidate slices become locations: the result's cost follows the batch.
+        chosen = unique_sorted(pair_slice)
+        candidates = [self.slices[int(i)] for i in chosen]
+        found = locate_in_slices(
+            self.table,
+            candidates,
+            query.keys,
+            pair_key,
+            np.searchsorted(chosen, pair_slice),
+            in_base=in_base,
+        )
+        counters = {
+            "files_opened": found.base_files_opened,
+            "files_read": found.base_files_read,
+            "row_groups_read": found.row_groups_read,
+            "bytes_read": found.bytes_read,
+            "false_positives": int(pair_key.size - found.key_idx.size),
+            "slices_read": found.slices_read,
+            "log_files_read": found.log_files_read,
+        }
+        seconds = {"slices": time.perf_counter() - start}
+        return Located(found.key_idx, found.slice_pos, slice_locations(candidates), counters, seconds)
+
+    def _by_partition(self, query: KeyQuery) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(key, slice, base may hold it) for every slice whose keys the index does not know and
+        every key of its partition (every key, tagging globally)."""
+        n_keys, fallback = len(query.keys), self.unlocated
+        if not fallback.size or not n_keys:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, np.zeros(0, dtype=bool)
+        if query.partitions is None:
+            key_idx = np.repeat(np.arange(n_keys, dtype=np.int64), fallback.size)
+            which = np.tile(np.arange(fallback.size), n_keys)
+        else:
+            # Partition codes shared by the slices and the keys; per key, the run of slices of its code.
+            parts = pa.array([self.slices[int(i)].partition for i in fallback], pa.string())
+            both = pc.dictionary_encode(pa.concat_arrays([parts, query.partitions.fill_null("")]))
+            codes = both.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            slice_codes, key_codes = codes[: fallback.size], codes[fallback.size :]
+            order = np.argsort(slice_codes, kind="stable")
+            ordered = slice_codes[order]
+            low = np.searchsorted(ordered, key_codes, "left")
+            count = np.searchsorted(ordered, key_codes, "right") - low
+            key_idx = np.repeat(np.arange(n_keys, dtype=np.int64), count)
+            first = np.repeat(np.cumsum(count) - count, count)
+            which = order[np.repeat(low, count) + np.arange(key_idx.size) - first]
+        return key_idx, fallback[which], self.unlocated_base[which]
+
+
+def _merged_pairs(
+    *parts: tuple[np.ndarray, np.ndarray, np.ndarray], n_slices: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (key, slice) pairs of ``parts``, each with whether any part said its base
+    file may hold the key."""
+    codes = np.concatenate([k.astype(np.int64) * max(n_slices, 1) + s for k, s, _ in parts])
+    flags = np.concatenate([b for _, _, b in parts])
+    if not codes.size:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0, dtype=bool)
+    order = np.argsort(codes, kind="stable")
+    ordered = codes[order]
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    in_base = np.maximum.reduceat(flags[order].astype(np.int8), starts).astype(bool)
+    distinct = ordered[starts]
+    return distinct // max(n_slices, 1), distinct % max(n_slices, 1), in_base
+
+
+def merged_tagging(
+    reader: TableReader, spec: RecordKeySpec, paths: pa.StringArray, recorded: Callable[[], np.ndarray]
+) -> MergedTagging | None:
+    """What tagging needs of a merge-on-read table (``TableReader.log_merging``: a file slice's rows
+    are its base file merged with its log files) against an index version's files (``paths``;
+    ``recorded()``: per file, the index holds its keys), or None for a table whose files hold their
+    rows whole."""
+    merging = reader.log_merging()
+    if merging is None:
+        return None
+    rule = MergeRule.of(merging.properties, reader.root)
+    table = SliceTable(reader.root, spec, rule, valid_instants(merging.timeline))
+    return MergedTagging.of(table, reader.file_slices(), paths, recorded())
