@@ -164,3 +164,38 @@ class MergedReaderMissingError(IndexStoreError, ImportError):
             "Pruning and the index work without it; so does query_type='read_optimized' (base files only)."
         )
         self.root = root
+
+
+class MetadataTableError(TableFormatError):
+    """Hudi's metadata table (``.hoodie/metadata``) cannot be read as Hudi reads it: no metadata
+    table, a record that does not decode against ``HoodieMetadata.avsc``, an entry that
+    contradicts the table's own listing (a record index entry pointing at a replaced file group)."""
+
+
+class MetadataPartitionUnavailableError(MetadataTableError):
+    """A metadata table partition that is not there to read: not built
+    (``hoodie.table.metadata.partitions``) or still being built
+    (``hoodie.table.metadata.partitions.inflight``). Hudi itself does not read such a partition."""
+
+    def __init__(self, table: str, partition: str, reason: str) -> None:
+        super().__init__(
+            f"the metadata table of {table} has no usable {partition!r} partition ({reason}): use the "
+            "data table's own files (hudi-index build), or let Hudi finish building the partition"
+        )
+        self.table = table
+        self.partition = partition
+        self.reason = reason
+
+
+class MetadataOutOfStepError(MetadataTableError):
+    """The metadata table does not reflect the data table's latest completed commit (a writer with
+    the metadata table disabled, a failed metadata update): its listing and indexes would miss
+    files, so they are not used."""
+
+    def __init__(self, table: str, reason: str) -> None:
+        super().__init__(
+            f"the metadata table of {table} is out of step with its data table ({reason}): read the "
+            "data table's own listing (hudi-index build), or let a Hudi writer re-sync the metadata table"
+        )
+        self.table = table
+        self.reason = reason

@@ -1,0 +1,301 @@
+"""Metadata table records decoded: Avro values (``HoodieMetadataRecord`` of Hudi's
+``HoodieMetadata.avsc``) to one Arrow table per kind of metadata partition.
+
+Every record of the metadata table, in an HFile base file or an HFile data block of a log file,
+is an HFile cell: the record key as the cell key and, as the value, the record encoded in Avro
+binary against the writer schema (the block's ``SCHEMA`` header, the base file's ``schema`` file
+info). Hudi blanks the ``key`` field in the value to save space, so the cell key is the record's
+key. A record's ``type`` says which payload field it fills: 1 the list of partitions and 2 a
+partition's files (``filesystemMetadata``), 3 column statistics and 6 partition statistics
+(``ColumnStatsMetadata``), 4 a bloom filter, 5 a record index entry, 7 a secondary index entry.
+
+Column statistics bounds are Avro unions of wrapper records (``IntWrapper``, ``DecimalWrapper``,
+...). They are kept here in one typed slot per storage family (``SLOTS``) with the kind of value
+they hold (``kinds.kind_of``), so that merging compares like with like and
+``values.typed_bounds`` maps them to the data column's exact Arrow type afterwards.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+
+from index_store.errors import MetadataTableError
+from index_store.hudi_metadata.kinds import kind_of
+
+__all__ = [
+    "BLOOM_SCHEMA",
+    "COLUMN_STATS_RAW_SCHEMA",
+    "FILES_RAW_SCHEMA",
+    "RECORD_INDEX_RAW_SCHEMA",
+    "SECONDARY_RAW_SCHEMA",
+    "SLOTS",
+    "Cells",
+    "decode_cells",
+    "raw_table",
+]
+
+# Storage families of wrapped bounds: every wrapper's value lands in exactly one of these.
+SLOTS: dict[str, pa.DataType] = {
+    "bool": pa.bool_(),
+    "int": pa.int64(),
+    "float": pa.float64(),
+    "bytes": pa.binary(),
+    "string": pa.string(),
+    "decimal": pa.decimal128(38, 15),  # DecimalWrapper: decimal(30, 15) in the schema
+}
+_WRAPPER_SLOT = {
+    "BooleanWrapper": "bool",
+    "IntWrapper": "int",
+    "LongWrapper": "int",
+    "FloatWrapper": "float",
+    "DoubleWrapper": "float",
+    "BytesWrapper": "bytes",
+    "StringWrapper": "string",
+    "DateWrapper": "int",
+    "DecimalWrapper": "decimal",
+    "TimeMicrosWrapper": "int",
+    "TimestampMicrosWrapper": "int",
+    "LocalDateWrapper": "int",
+}
+
+_BASE = [("key", pa.string()), ("seq", pa.int64()), ("removed", pa.bool_())]
+FILES_RAW_SCHEMA = pa.schema(
+    _BASE
+    + [
+        ("type", pa.int32()),
+        (
+            "entries",
+            pa.list_(
+                pa.struct([("name", pa.string()), ("size", pa.int64()), ("is_deleted", pa.bool_())])
+            ),
+        ),
+    ]
+)
+COLUMN_STATS_RAW_SCHEMA = pa.schema(
+    _BASE
+    + [
+        ("file_name", pa.string()),
+        ("column_name", pa.string()),
+        ("min_kind", pa.string()),
+        ("max_kind", pa.string()),
+        ("type_info", pa.string()),
+    ]
+    + [(f"{end}_{slot}", t) for end in ("min", "max") for slot, t in SLOTS.items()]
+    + [
+        ("value_count", pa.int64()),
+        ("null_count", pa.int64()),
+        ("total_size", pa.int64()),
+        ("total_uncompressed_size", pa.int64()),
+        ("is_deleted", pa.bool_()),
+        ("is_tight_bound", pa.bool_()),
+    ]
+)
+BLOOM_SCHEMA = pa.schema(
+    _BASE
+    + [
+        ("bloom_type", pa.string()),
+        ("timestamp", pa.string()),
+        ("bloom_filter", pa.binary()),
+        ("is_deleted", pa.bool_()),
+    ]
+)
+RECORD_INDEX_RAW_SCHEMA = pa.schema(
+    _BASE
+    + [
+        ("partition", pa.string()),
+        ("file_id_high_bits", pa.int64()),
+        ("file_id_low_bits", pa.int64()),
+        ("file_index", pa.int32()),
+        ("file_id_string", pa.string()),
+        ("instant_time", pa.int64()),
+        ("file_id_encoding", pa.int32()),
+        ("position", pa.int64()),
+    ]
+)
+SECONDARY_RAW_SCHEMA = pa.schema(_BASE + [("is_deleted", pa.bool_())])
+
+_RAW_SCHEMAS = {
+    "files": FILES_RAW_SCHEMA,
+    "column_stats": COLUMN_STATS_RAW_SCHEMA,
+    "partition_stats": COLUMN_STATS_RAW_SCHEMA,
+    "bloom_filters": BLOOM_SCHEMA,
+    "record_index": RECORD_INDEX_RAW_SCHEMA,
+    "secondary_index": SECONDARY_RAW_SCHEMA,
+}
+
+
+@dataclass(frozen=True)
+class Cells:
+    """Cells of one HFile (a base file or a log data block), in file order, and the Avro writer
+    schema of their values; or the keys of a delete block (``values`` None)."""
+
+    keys: Sequence[str]
+    values: Sequence[bytes] | None
+    schema: dict[str, Any] | str | None
+    where: str  # the file (and block) they come from, for messages
+
+
+def _parsed(schema: dict[str, Any] | str | None, where: str) -> Any:
+    if schema is None:
+        raise MetadataTableError(f"{where}: HFile cells without the Avro schema of their values")
+    try:
+        return fastavro.parse_schema(json.loads(schema) if isinstance(schema, str) else schema)
+    except (ValueError, fastavro.schema.SchemaParseException) as exc:
+        raise MetadataTableError(f"{where}: the values' Avro schema does not parse ({exc})") from exc
+
+
+def decode_cells(cells: Cells) -> list[dict[str, Any]]:
+    """The Avro records of the cells' values, with ``key`` set from each cell key. Wrapped bounds
+    come back as ``(wrapper name, {"value": v})`` (fastavro's record names), so that an
+    ``IntWrapper`` and a ``DateWrapper`` holding the same int stay apart."""
+    if cells.values is None:
+        return []
+    parsed = _parsed(cells.schema, cells.where)
+    out = []
+    for i, (key, value) in enumerate(zip(cells.keys, cells.values, strict=True)):
+        try:
+            record = fastavro.schemaless_reader(
+                io.BytesIO(value), parsed, None, return_record_name=True, return_record_name_override=True
+            )
+        except Exception as exc:  # fastavro raises EOFError, ValueError, UnicodeDecodeError, ...
+            raise MetadataTableError(
+                f"{cells.where}: cell {i} (key {key!r}) does not decode against HoodieMetadataRecord: {exc}"
+            ) from exc
+        if not isinstance(record, dict):
+            raise MetadataTableError(f"{cells.where}: cell {i} is not an Avro record")
+        record["key"] = key
+        out.append(record)
+    return out
+
+
+def _wrapped(value: Any) -> tuple[str | None, str | None, Any]:
+    """``(wrapper name, slot, python value)`` of a wrapped bound; Nones for a null or an
+    ``ArrayWrapper`` (a bound of several values, which no rule here reads)."""
+    if value is None:
+        return None, None, None
+    if isinstance(value, tuple):
+        name, body = value
+    else:  # a union of one record type: no name came back
+        return None, None, None
+    short = str(name).rsplit(".", 1)[-1]
+    slot = _WRAPPER_SLOT.get(short)
+    if slot is None or not isinstance(body, dict):
+        return short, None, None
+    inner = body.get("value")
+    if slot == "bytes" and isinstance(inner, bytes | bytearray):
+        inner = bytes(inner)
+    if slot == "decimal" and not isinstance(inner, Decimal):
+        return short, None, None
+    return short, slot, inner
+
+
+def _column_stats_row(record: dict[str, Any]) -> dict[str, Any] | None:
+    stats = record.get("ColumnStatsMetadata")
+    if stats is None:
+        return None
+    type_info = stats.get("valueType")
+    ordinal = type_info.get("typeOrdinal") if isinstance(type_info, dict) else None
+    info = type_info.get("additionalInfo") if isinstance(type_info, dict) else None
+    row: dict[str, Any] = {
+        "file_name": stats.get("fileName"),
+        "column_name": stats.get("columnName"),
+        "type_info": info,
+        "value_count": stats.get("valueCount"),
+        "null_count": stats.get("nullCount"),
+        "total_size": stats.get("totalSize"),
+        "total_uncompressed_size": stats.get("totalUncompressedSize"),
+        "is_deleted": bool(stats.get("isDeleted")),
+        "is_tight_bound": bool(stats.get("isTightBound", True)),
+    }
+    for end in ("min", "max"):
+        wrapper, slot, value = _wrapped(stats.get(f"{end}Value"))
+        row[f"{end}_kind"] = kind_of(ordinal, wrapper) if slot is not None else None
+        if slot is not None:
+            row[f"{end}_{slot}"] = value
+    return row
+
+
+def _files_row(record: dict[str, Any]) -> dict[str, Any]:
+    listing = record.get("filesystemMetadata") or {}
+    return {
+        "type": record.get("type"),
+        "entries": [
+            {"name": name, "size": info.get("size"), "is_deleted": bool(info.get("isDeleted"))}
+            for name, info in listing.items()
+        ],
+    }
+
+
+def _bloom_row(record: dict[str, Any]) -> dict[str, Any] | None:
+    bloom = record.get("BloomFilterMetadata")
+    if bloom is None:
+        return None
+    return {
+        "bloom_type": bloom.get("type"),
+        "timestamp": bloom.get("timestamp"),
+        "bloom_filter": bytes(bloom.get("bloomFilter") or b""),
+        "is_deleted": bool(bloom.get("isDeleted")),
+    }
+
+
+def _record_index_row(record: dict[str, Any]) -> dict[str, Any] | None:
+    info = record.get("recordIndexMetadata")
+    if info is None:
+        return None
+    return {
+        "partition": info.get("partitionName", info.get("partition")),
+        "file_id_high_bits": info.get("fileIdHighBits"),
+        "file_id_low_bits": info.get("fileIdLowBits"),
+        "file_index": info.get("fileIndex"),
+        "file_id_string": info.get("fileId"),
+        "instant_time": info.get("instantTime"),
+        "file_id_encoding": info.get("fileIdEncoding", 0),
+        "position": info.get("position"),
+    }
+
+
+def _secondary_row(record: dict[str, Any]) -> dict[str, Any] | None:
+    info = record.get("SecondaryIndexMetadata")
+    return None if info is None else {"is_deleted": bool(info.get("isDeleted"))}
+
+
+_ROWS = {
+    "files": _files_row,
+    "column_stats": _column_stats_row,
+    "partition_stats": _column_stats_row,
+    "bloom_filters": _bloom_row,
+    "record_index": _record_index_row,
+    "secondary_index": _secondary_row,
+}
+
+
+def raw_table(kind: str, sources: Sequence[Cells]) -> pa.Table:
+    """The records of ``sources`` (in merge order: base file, then log blocks as written) as one
+    table of ``kind``'s raw schema: ``seq`` is each record's place in that order, ``removed``
+    marks a delete block's key (every earlier record of it is gone)."""
+    schema = _RAW_SCHEMAS[kind]
+    to_row = _ROWS[kind]
+    rows: list[dict[str, Any]] = []
+    for cells in sources:
+        if cells.values is None:
+            start = len(rows)
+            rows.extend({"key": key, "seq": start + i, "removed": True} for i, key in enumerate(cells.keys))
+            continue
+        for record in decode_cells(cells):
+            row = to_row(record)
+            if row is None:
+                raise MetadataTableError(
+                    f"{cells.where}: record {record['key']!r} of type {record.get('type')} has no "
+                    f"{kind} payload: the file is not of metadata partition {kind!r}"
+                )
+            row.update(key=record["key"], seq=len(rows), removed=False)
+            rows.append(row)
+    return pa.Table.from_pylist(rows, schema=schema)
