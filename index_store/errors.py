@@ -147,6 +147,34 @@ class UnsupportedLogBlockError(LogFormatError):
     (Java-serialized keys), a block type or command unknown here."""
 
 
+class HFileError(TableFormatError):
+    """An HFile (the base files of Hudi's metadata table, ``.hoodie/metadata``, and the content of
+    its log files' HFile data blocks) that cannot be read."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        where = path or "(bytes not read from a file)"
+        super().__init__(f"HFile {where}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class HFileCorruptError(HFileError):
+    """An HFile that is truncated or damaged: a trailer or block magic that is not there, lengths
+    that run past the file, a block that does not decompress. Never read as if it were whole."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(
+            path,
+            f"{reason}; the file is truncated or damaged: restore it, or rebuild Hudi's metadata table "
+            "(hudi-cli: metadata delete, then metadata create) so it is rewritten",
+        )
+
+
+class UnsupportedHFileError(HFileError):
+    """A well-formed HFile of a kind this library does not read: a major version other than 3, a
+    compression codec it has no decompressor for, cells with MVCC timestamps."""
+
+
 class IndexSourceError(IndexStoreError, ValueError):
     """The list of index sources (``index_store.sources``) cannot do what is asked: a name taken
     twice, or no source left that answers a question (one of the built-in ones unregistered)."""
