@@ -64,8 +64,9 @@ def _after_last_reset(table: pa.Table, resets: pa.Table, keys: list[str]) -> pa.
 def merge_files(raw: pa.Table) -> pa.Table:
     """``(key, name, size)`` of every file listed under each key (a partition, or the list of
     partitions) once the records are merged."""
-    flat = pc.list_flatten(raw["entries"])
-    parents = pc.list_parent_indices(raw["entries"])
+    entries = raw["entries"].combine_chunks()
+    flat = pc.list_flatten(entries)
+    parents = pc.list_parent_indices(entries)
     events = pa.table(
         {
             "key": raw["key"].take(parents),

@@ -86,7 +86,7 @@ def typed_bounds(rows: pa.Table, end: str, target: pa.DataType | None, column: s
     """The ``end`` ("min" or "max") bounds of ``rows`` (one data column's statistics rows, raw
     schema of ``records``) as an array of ``target`` (the data column's type; None: the natural
     type of the bounds' kind). A bound of no known kind is null (unknown: never prunes)."""
-    kinds = rows[f"{end}_kind"]
+    kinds = rows[f"{end}_kind"].combine_chunks()
     present = [k for k in pc.unique(kinds).to_pylist() if k is not None]
     if target is None:
         natural = {natural_type(k, (rows["type_info"].to_pylist() or [None])[0]) for k in present}
