@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from index_store.hfile.index import hbase_key
 
-__all__ = ["CellFormatError", "Cells", "decode_cells", "encode_cells"]
+__all__ = ["CellFormatError", "Cells", "decode_cells", "encode_cells", "find_cell"]
 
 _LENGTHS = struct.Struct(">ii")
 _SHORT = struct.Struct(">H")
@@ -74,6 +74,30 @@ def decode_cells(payload: bytes, with_mvcc: bool = True) -> Cells:
     keys = _binary(buffer, at + 10, row_lengths)
     values = _binary(buffer, at + 8 + key_lengths, value_lengths)
     return Cells(keys, values)
+
+
+def find_cell(payload: bytes, key: bytes, with_mvcc: bool = True) -> bytes | None:
+    """The value of the cell whose row is ``key`` in a data block's payload, None when there is
+    none: the walk stops at the first row not below ``key`` (cells are sorted), and builds no
+    arrays, so one lookup costs half a block's walk on average."""
+    end, pos = len(payload), 0
+    while pos < end:
+        if pos + 10 > end:
+            raise CellFormatError(f"a cell at byte {pos} of {end} is cut short")
+        key_length, value_length = _LENGTHS.unpack_from(payload, pos)
+        row_length = _SHORT.unpack_from(payload, pos + 8)[0]
+        value_at = pos + 8 + key_length
+        if key_length < 2 + row_length or value_length < 0 or value_at + value_length > end:
+            raise CellFormatError(f"the cell at byte {pos} of {end} runs past the block")
+        row = payload[pos + 10 : pos + 10 + row_length]
+        if row >= key:
+            return payload[value_at : value_at + value_length] if row == key else None
+        pos = value_at + value_length
+        if with_mvcc:
+            if pos >= end:
+                raise CellFormatError(f"the cell at byte {pos} has no MVCC timestamp")
+            pos += _mvcc_size(payload[pos])
+    return None
 
 
 def _read_be(buffer: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:

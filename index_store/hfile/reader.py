@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from index_store.errors import HFileCorruptError, UnsupportedHFileError
 from index_store.hfile.blocks import Block, BlockKind, read_block
-from index_store.hfile.cells import CellFormatError, Cells, decode_cells
+from index_store.hfile.cells import CellFormatError, Cells, decode_cells, find_cell
 from index_store.hfile.codecs import Codec, UnsupportedCodec, codec_of
 from index_store.hfile.index import (
     IndexEntries,
@@ -67,7 +67,7 @@ class HFileReader:
             self.codec: Codec = codec_of(self.trailer.codec)
         except UnsupportedCodec as exc:
             raise UnsupportedHFileError(path, str(exc)) from exc
-        self._cache: OrderedDict[int, Cells] = OrderedDict()
+        self._cache: OrderedDict[int, bytes] = OrderedDict()
         self._cached_blocks = cached_blocks
         self._index_blocks: dict[int, IndexEntries] = {}
         self._leaves: IndexEntries | None = None
@@ -157,9 +157,11 @@ class HFileReader:
             if depth == self.trailer.data_index_levels:
                 break
             entries, depth = self._child(int(entries.offsets[i]), depth), depth + 1
-        cells = self._cells(int(entries.offsets[i]))
-        at = pc.index(cells.keys, pa.scalar(key, pa.binary())).as_py()
-        return None if at < 0 else cells.values[at].as_py()
+        offset = int(entries.offsets[i])
+        try:
+            return find_cell(self._payload(offset), key, self._with_mvcc)
+        except CellFormatError as exc:
+            raise HFileCorruptError(self.path, f"the data block at byte {offset}: {exc}") from exc
 
     def get_many(self, keys: Iterable[bytes] | pa.Array) -> pa.Table:
         """The cells of those of ``keys`` the file holds (``key``, ``value``), in key order; each
@@ -274,23 +276,27 @@ class HFileReader:
             )
         return self._leaves
 
-    def _cells(self, offset: int) -> Cells:
-        """The cells of the data block at ``offset``, from a small cache of recent blocks."""
-        cells = self._cache.get(offset)
-        if cells is not None:
+    def _payload(self, offset: int) -> bytes:
+        """The uncompressed payload of the data block at ``offset``, from a small cache of recent
+        blocks (lookups of nearby keys decompress a block once)."""
+        payload = self._cache.get(offset)
+        if payload is not None:
             self._cache.move_to_end(offset)
-            return cells
+            return payload
         block = self._block(offset, _DATA_KINDS)
         if block.kind is BlockKind.ENCODED_DATA:
             raise UnsupportedHFileError(self.path, f"the data block at byte {offset} is encoded (DATABLKE)")
-        try:
-            cells = decode_cells(block.payload, self._with_mvcc)
-        except CellFormatError as exc:
-            raise HFileCorruptError(self.path, f"the data block at byte {offset}: {exc}") from exc
-        self._cache[offset] = cells
+        self._cache[offset] = block.payload
         if len(self._cache) > self._cached_blocks:
             self._cache.popitem(last=False)
-        return cells
+        return block.payload
+
+    def _cells(self, offset: int) -> Cells:
+        """The cells of the data block at ``offset``."""
+        try:
+            return decode_cells(self._payload(offset), self._with_mvcc)
+        except CellFormatError as exc:
+            raise HFileCorruptError(self.path, f"the data block at byte {offset}: {exc}") from exc
 
     @staticmethod
     def _table(cells: Cells) -> pa.Table:
