@@ -5,9 +5,11 @@ records in log order. A delete block's key (``removed``) drops every earlier rec
 - ``files``: per partition key, a file is listed when some record adds it after its last
   deletion; its size is the greatest of those additions (Hudi takes the larger size, since a log
   file only grows). Tombstones of files never listed are dropped.
-- ``column_stats`` / ``partition_stats``: a tombstone (``isDeleted``) replaces what came before;
-  records after the last tombstone combine: least minimum, greatest maximum, counts and sizes
-  summed (Hudi's ``mergeColumnStatsRecords``); fields not combined are the newest record's.
+- ``column_stats`` / ``partition_stats``: a tombstone (``isDeleted``) replaces what came before,
+  and so does a record of tight bounds (``isTightBound``: statistics recomputed over all of a
+  partition's files); the records from the last of these on combine: least minimum, greatest
+  maximum, counts and sizes summed (Hudi's ``mergeColumnStatsRecords``); fields not combined are
+  the newest record's. Bounds compare as numbers (decimals included), strings as UTF-8 bytes.
 - ``bloom_filters``, ``record_index``, ``secondary_index_*``: the newest record wins.
 
 All merges are vectorized over the records (sorts, group-bys), none loops per key.
@@ -51,13 +53,15 @@ def merge_latest(raw: pa.Table) -> pa.Table:
     return latest.filter(keep)
 
 
-def _after_last_reset(table: pa.Table, resets: pa.Table, keys: list[str]) -> pa.Table:
-    """Rows of ``table`` later than the last row of ``resets`` with the same ``keys``."""
+def _after_last_reset(table: pa.Table, resets: pa.Table, keys: list[str], *, inclusive: bool = False) -> pa.Table:
+    """Rows of ``table`` later than (``inclusive``: or at) the last row of ``resets`` with the
+    same ``keys``."""
     if not len(resets):
         return table
     last = resets.group_by(keys).aggregate([("seq", "max")]).rename_columns(keys + ["reset_seq"])
     joined = table.join(last, keys, join_type="left outer")
-    later = pc.or_kleene(pc.is_null(joined["reset_seq"]), pc.greater(joined["seq"], joined["reset_seq"]))
+    compare = pc.greater_equal if inclusive else pc.greater
+    later = pc.or_kleene(pc.is_null(joined["reset_seq"]), compare(joined["seq"], joined["reset_seq"]))
     return joined.filter(pc.fill_null(later, False)).drop_columns(["reset_seq"])
 
 
@@ -88,9 +92,11 @@ def merge_files(raw: pa.Table) -> pa.Table:
 
 def merge_column_stats(raw: pa.Table) -> pa.Table:
     """One row per live key: statistics combined after the key's last tombstone or removal."""
-    resets = raw.filter(pc.or_(raw["removed"], pc.fill_null(raw["is_deleted"], False)))
-    live = _after_last_reset(raw.filter(pc.invert(raw["removed"])), resets.select(["key", "seq"]), ["key"])
-    live = live.filter(pc.invert(pc.fill_null(live["is_deleted"], False)))
+    tombstone = pc.or_(raw["removed"], pc.fill_null(raw["is_deleted"], False))
+    resets = raw.filter(pc.or_(tombstone, pc.fill_null(raw["is_tight_bound"], False)))
+    # A tombstone resets and is dropped below; a tight record resets and is kept.
+    live = _after_last_reset(raw, resets.select(["key", "seq"]), ["key"], inclusive=True)
+    live = live.filter(pc.invert(pc.or_(live["removed"], pc.fill_null(live["is_deleted"], False))))
     if not len(live):
         return live
     newest = _last_per_key(live, ["key"])

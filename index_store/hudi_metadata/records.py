@@ -28,7 +28,7 @@ import fastavro
 import pyarrow as pa
 
 from index_store.errors import MetadataTableError
-from index_store.hudi_metadata.kinds import kind_of
+from index_store.hudi_metadata.kinds import decimal_type, kind_of
 
 __all__ = [
     "BLOOM_SCHEMA",
@@ -49,7 +49,9 @@ SLOTS: dict[str, pa.DataType] = {
     "float": pa.float64(),
     "bytes": pa.binary(),
     "string": pa.string(),
-    "decimal": pa.decimal128(38, 15),  # DecimalWrapper: decimal(30, 15) in the schema
+    # Every decimal, whatever its precision and scale (DecimalWrapper's decimal(30, 15), Hudi 1.x's
+    # unscaled bytes), so that merging compares decimals as numbers, never as bytes.
+    "decimal": pa.decimal256(76, 38),
 }
 _WRAPPER_SLOT = {
     "BooleanWrapper": "bool",
@@ -217,7 +219,12 @@ def _column_stats_row(record: dict[str, Any]) -> dict[str, Any] | None:
     }
     for end in ("min", "max"):
         wrapper, slot, value = _wrapped(stats.get(f"{end}Value"))
-        row[f"{end}_kind"] = kind_of(ordinal, wrapper) if slot is not None else None
+        kind = kind_of(ordinal, wrapper) if slot is not None else None
+        if kind == "decimal" and isinstance(value, bytes):  # Hudi 1.x: unscaled two's complement
+            scale = decimal_type(info)
+            value = None if scale is None else Decimal(int.from_bytes(value, "big", signed=True)).scaleb(-scale.scale)
+            slot = "decimal"
+        row[f"{end}_kind"] = kind if value is not None else None
         if slot is not None:
             row[f"{end}_{slot}"] = value
     return row

@@ -8,13 +8,11 @@ or refused), integers narrowed only when every value fits. Nothing goes through 
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from index_store.errors import MetadataTableError
-from index_store.hudi_metadata.kinds import decimal_type, natural_type
+from index_store.hudi_metadata.kinds import natural_type
 
 __all__ = ["typed_bounds"]
 
@@ -37,18 +35,10 @@ _SLOT_OF_KIND = {
     "uuid": "string",
     "bytes": "bytes",
     "fixed": "bytes",
-    "decimal": "bytes",
+    "decimal": "decimal",
     "decimal_v1": "decimal",
 }
 _TIMESTAMP_UNITS = {"millis": "ms", "micros": "us", "nanos": "ns"}
-
-
-def _unscaled(values: pa.Array, decimal: pa.DataType) -> pa.Array:
-    """Big-endian two's complement unscaled values (Java's ``BigInteger.toByteArray``) as
-    decimals of ``decimal``'s scale."""
-    scale = decimal.scale
-    ints = [None if b is None else int.from_bytes(b, "big", signed=True) for b in values.to_pylist()]
-    return pa.array([None if i is None else Decimal(i).scaleb(-scale) for i in ints], decimal)
 
 
 def _temporal(ints: pa.Array, kind: str, target: pa.DataType) -> pa.Array:
@@ -68,17 +58,11 @@ def _temporal(ints: pa.Array, kind: str, target: pa.DataType) -> pa.Array:
 def _convert(rows: pa.Table, end: str, kind: str, target: pa.DataType) -> pa.Array:
     slot = _SLOT_OF_KIND[kind]
     stored = rows[f"{end}_{slot}"].combine_chunks()
-    if kind == "decimal":
-        infos = [i for i in rows["type_info"].to_pylist() if i]
-        own = decimal_type(infos[0]) if infos else None
-        own = own or (target if pa.types.is_decimal(target) else None)
-        if own is None:
-            raise ValueError("a decimal bound without its precision and scale")
-        natural: pa.Array = _unscaled(stored, own)
-    elif slot == "int" and kind not in ("int", "long"):
+    natural: pa.Array
+    if slot == "int" and kind not in ("int", "long"):
         natural = _temporal(stored, kind, target)
     else:
-        natural = stored.cast(natural_type(kind) or stored.type)
+        natural = stored if slot == "decimal" else stored.cast(natural_type(kind) or stored.type)
     return natural.cast(target, safe=True)
 
 
