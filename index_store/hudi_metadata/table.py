@@ -142,7 +142,8 @@ class HudiMetadataTable:
     def record_index(self, keys: Iterable[str] | None = None) -> pa.Table:
         """Record key -> ``partition``, ``file_id`` (file group), ``instant``, ``position`` of every
         key (of ``keys`` only, through point lookups, when given). An entry naming a file group
-        the listing does not hold (replaced, cleaned) is an error: the key's file is unknown."""
+        with no live slice (replaced, cleaned) is an error: the key's file is unknown, and calling
+        it an insert or skipping its file would be wrong."""
         wanted = None if keys is None else sorted({k.encode("utf-8") for k in keys})
         raw = self._raw("record_index", "record_index", wanted)
         timeline = self.table.timeline()
@@ -153,10 +154,7 @@ class HudiMetadataTable:
         return table
 
     def _check_file_groups(self, table: pa.Table) -> None:
-        listing = self._files
-        groups = pc.binary_join_element_wise(
-            listing["partition"], pc.utf8_slice_codeunits(listing["file_name"], 0, 36), "\0"
-        )
+        listing = self._live
         names = listing["file_name"].combine_chunks()
         base_ids = pc.extract_regex(names, r"^\.?(?P<id>[^_]+)_").field("id")
         groups = pc.binary_join_element_wise(listing["partition"].combine_chunks(), base_ids, "\0")
