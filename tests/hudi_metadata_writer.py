@@ -64,7 +64,9 @@ def append_log(
         content = write_hfile(keys, values, file_info={"schema": schema.encode()})
         blocks += frame(BlockType.HFILE_DATA, block_header(instant, schema=schema), content)
     if deleted_keys:
-        table = pa.table({"record_key": list(deleted_keys), "partition_path": [partition] * len(deleted_keys)})
+        table = pa.table(
+            {"record_key": list(deleted_keys), "partition_path": [partition] * len(deleted_keys)}
+        )
         blocks += encode_delete_block(table, block_header(instant, schema=schema))
     path = root / ".hoodie" / "metadata" / partition / f".{file_id}_{instant}.log.{version}_0-0-0"
     path.write_bytes(blocks)
@@ -104,6 +106,8 @@ def column_stats_record(
             "totalUncompressedSize": counts[3],
             "isDeleted": deleted,
             "isTightBound": tight,
-            "valueType": None if value_type is None else {"typeOrdinal": value_type, "additionalInfo": type_info},
+            "valueType": None
+            if value_type is None
+            else {"typeOrdinal": value_type, "additionalInfo": type_info},
         },
     }

@@ -110,7 +110,9 @@ class MetadataLayout:
             )
         if name not in self.partitions.complete:
             raise MetadataPartitionUnavailableError(
-                table, name, f"not in hoodie.table.metadata.partitions ({', '.join(self.partitions.complete)})"
+                table,
+                name,
+                f"not in hoodie.table.metadata.partitions ({', '.join(self.partitions.complete)})",
             )
         if not os.path.isdir(os.path.join(self.root, name)):
             raise MetadataPartitionUnavailableError(table, name, f"its folder {name}/ is missing")

@@ -53,12 +53,14 @@ def merge_latest(raw: pa.Table) -> pa.Table:
     return latest.filter(keep)
 
 
-def _after_last_reset(table: pa.Table, resets: pa.Table, keys: list[str], *, inclusive: bool = False) -> pa.Table:
+def _after_last_reset(
+    table: pa.Table, resets: pa.Table, keys: list[str], *, inclusive: bool = False
+) -> pa.Table:
     """Rows of ``table`` later than (``inclusive``: or at) the last row of ``resets`` with the
     same ``keys``."""
     if not len(resets):
         return table
-    last = resets.group_by(keys).aggregate([("seq", "max")]).rename_columns(keys + ["reset_seq"])
+    last = resets.group_by(keys).aggregate([("seq", "max")]).rename_columns([*keys, "reset_seq"])
     joined = table.join(last, keys, join_type="left outer")
     compare = pc.greater_equal if inclusive else pc.greater
     later = pc.or_kleene(pc.is_null(joined["reset_seq"]), compare(joined["seq"], joined["reset_seq"]))

@@ -103,7 +103,8 @@ def stats_table(
 
 def _md5_key(names: Sequence[str]) -> pa.Array:
     return pa.array(
-        [base64.b64encode(hashlib.md5(n.encode("utf-8")).digest()).decode("ascii") for n in names], pa.string()
+        [base64.b64encode(hashlib.md5(n.encode("utf-8")).digest()).decode("ascii") for n in names],
+        pa.string(),
     )
 
 

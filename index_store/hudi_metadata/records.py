@@ -70,14 +70,12 @@ _WRAPPER_SLOT = {
 
 _BASE = [("key", pa.string()), ("seq", pa.int64()), ("removed", pa.bool_())]
 FILES_RAW_SCHEMA = pa.schema(
-    _BASE
-    + [
+    [
+        *_BASE,
         ("type", pa.int32()),
         (
             "entries",
-            pa.list_(
-                pa.struct([("name", pa.string()), ("size", pa.int64()), ("is_deleted", pa.bool_())])
-            ),
+            pa.list_(pa.struct([("name", pa.string()), ("size", pa.int64()), ("is_deleted", pa.bool_())])),
         ),
     ]
 )
@@ -101,8 +99,8 @@ COLUMN_STATS_RAW_SCHEMA = pa.schema(
     ]
 )
 BLOOM_SCHEMA = pa.schema(
-    _BASE
-    + [
+    [
+        *_BASE,
         ("bloom_type", pa.string()),
         ("timestamp", pa.string()),
         ("bloom_filter", pa.binary()),
@@ -110,8 +108,8 @@ BLOOM_SCHEMA = pa.schema(
     ]
 )
 RECORD_INDEX_RAW_SCHEMA = pa.schema(
-    _BASE
-    + [
+    [
+        *_BASE,
         ("partition", pa.string()),
         ("file_id_high_bits", pa.int64()),
         ("file_id_low_bits", pa.int64()),
@@ -122,7 +120,7 @@ RECORD_INDEX_RAW_SCHEMA = pa.schema(
         ("position", pa.int64()),
     ]
 )
-SECONDARY_RAW_SCHEMA = pa.schema(_BASE + [("is_deleted", pa.bool_())])
+SECONDARY_RAW_SCHEMA = pa.schema([*_BASE, ("is_deleted", pa.bool_())])
 
 _RAW_SCHEMAS = {
     "files": FILES_RAW_SCHEMA,
@@ -222,7 +220,11 @@ def _column_stats_row(record: dict[str, Any]) -> dict[str, Any] | None:
         kind = kind_of(ordinal, wrapper) if slot is not None else None
         if kind == "decimal" and isinstance(value, bytes):  # Hudi 1.x: unscaled two's complement
             scale = decimal_type(info)
-            value = None if scale is None else Decimal(int.from_bytes(value, "big", signed=True)).scaleb(-scale.scale)
+            value = (
+                None
+                if scale is None
+                else Decimal(int.from_bytes(value, "big", signed=True)).scaleb(-scale.scale)
+            )
             slot = "decimal"
         row[f"{end}_kind"] = kind if value is not None else None
         if slot is not None:

@@ -10,7 +10,15 @@ import pyarrow as pa
 
 from index_store.errors import MetadataTableError
 from index_store.hfile import KEY, VALUE, HFileReader
-from index_store.hudi_log import BlockFate, BlockType, DeleteKeys, LogBlock, block_fates, decode_block, read_log_file
+from index_store.hudi_log import (
+    BlockFate,
+    BlockType,
+    DeleteKeys,
+    LogBlock,
+    block_fates,
+    decode_block,
+    read_log_file,
+)
 from index_store.hudi_log.format import HeaderKey
 from index_store.hudi_metadata.layout import MetadataSlice
 from index_store.hudi_metadata.records import Cells

@@ -111,7 +111,9 @@ class HudiMetadataTable:
         path = listing.filter(pc.equal(listing["file_name"], newest))["path"][0].as_py()
         return pq.read_schema(os.path.join(self.table.root, path))
 
-    def column_stats(self, columns: Iterable[str] | None = None, *, schema: pa.Schema | None = None) -> pa.Table:
+    def column_stats(
+        self, columns: Iterable[str] | None = None, *, schema: pa.Schema | None = None
+    ) -> pa.Table:
         """Per live data file, the statistics of each indexed column (of ``columns``), bounds in
         the column's type in ``schema`` (default: the newest listed base file's footer schema).
         Statistics of files that are not live (an older slice, a file cleaned since) are left
@@ -164,7 +166,7 @@ class HudiMetadataTable:
             bad = table.filter(unknown).slice(0, 1).to_pylist()[0]
             raise MetadataTableError(
                 f"the record index of {self.table.root} places key {bad['record_key']!r} in file group "
-                f"{bad['file_id']} of partition {bad['partition']!r}, which the files partition does not list "
+                f"{bad['file_id']} of partition {bad['partition']!r}, which has no live slice "
                 f"(replaced or cleaned; {pc.sum(unknown).as_py()} such keys): the key's location is unknown, "
                 "so the record index cannot be used for it"
             )

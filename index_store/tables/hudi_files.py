@@ -1,10 +1,10 @@
 """Hudi data file names: base files and log files, parsed, and the order Hudi replays log files in.
 
-A base file is ``<fileId>_<writeToken>_<instant>.parquet`` (``.hfile`` in Hudi's metadata table); a log file is
-``.<fileId>_<instant>.log.<version>_<writeToken>``, where the instant is the base instant of the slice
-it was written against (table version 6) or the requested time of the delta commit that wrote it
-(table versions 8 and 9). A log file name ending in ``.cdc`` holds change-data-capture records (a
-supplement for incremental queries), never rows of the snapshot.
+A base file is ``<fileId>_<writeToken>_<instant>.parquet`` (``.hfile`` in Hudi's metadata table); a
+log file is ``.<fileId>_<instant>.log.<version>_<writeToken>``, where the instant is the base
+instant of the slice it was written against (table version 6) or the requested time of the delta
+commit that wrote it (table versions 8 and 9). A log file name ending in ``.cdc`` holds
+change-data-capture records (a supplement for incremental queries), never rows of the snapshot.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 __all__ = ["BaseFileName", "LogFileName", "parse_base", "parse_base_file_name", "parse_log_file_name"]
 
-_BASE_FILE = re.compile(r"(?P<file_id>[^_.][^_]*)_(?P<write_token>[^_]+)_(?P<instant>\d+)\.(?P<extension>[a-z]+)")
+_BASE_FILE = re.compile(
+    r"(?P<file_id>[^_.][^_]*)_(?P<write_token>[^_]+)_(?P<instant>\d+)\.(?P<extension>[a-z]+)"
+)
 _LOG_FILE = re.compile(
     r"\.(?P<file_id>[^_]+)_(?P<instant>\d+)\.log\.(?P<version>\d+)_(?P<write_token>\d+-\d+-\d+)(?P<cdc>\.cdc)?"
 )

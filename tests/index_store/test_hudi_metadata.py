@@ -102,7 +102,7 @@ def test_column_stats_of_chosen_columns(meta: tuple[Path, HudiMetadataTable]) ->
 
 
 def test_partition_stats_bound_the_column_stats(meta: tuple[Path, HudiMetadataTable]) -> None:
-    root, mdt = meta
+    _root, mdt = meta
     if "partition_stats" not in mdt.partitions().available:
         pytest.skip("this table has no partition_stats partition")
     per_file = mdt.column_stats(["amount", "txn_ts"])

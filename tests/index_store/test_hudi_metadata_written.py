@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
-
 from hudi_metadata_writer import append_log, column_stats_record
+
 from index_store.errors import MetadataOutOfStepError, MetadataPartitionUnavailableError, MetadataTableError
 from index_store.hudi_metadata import HudiMetadataTable
 from index_store.hudi_metadata.source import slice_cells
@@ -55,7 +55,9 @@ def test_a_tombstone_leaves_the_file_without_statistics(root: Path) -> None:
     key = _stats_key(mdt, target, "amount")
     record = column_stats_record(key, target, "amount", None, None, deleted=True)
     append_log(root, "column_stats", _file_group(mdt, "column_stats", key), _latest(root), [record])
-    after = {r["file_name"]: r for r in HudiMetadataTable(root).column_stats(["amount", "txn_ts"]).to_pylist()}
+    after = {
+        r["file_name"]: r for r in HudiMetadataTable(root).column_stats(["amount", "txn_ts"]).to_pylist()
+    }
     assert after[target]["amount"] is None  # unknown: never prunes
     assert after[target]["txn_ts"] == before[target]["txn_ts"]
     assert {n: r for n, r in after.items() if n != target} == {n: r for n, r in before.items() if n != target}
@@ -83,18 +85,31 @@ def test_merged_statistics_widen_until_a_tight_record(root: Path) -> None:
     base = mdt.column_stats(["txn_ts"]).to_pylist()
     (old,) = [r["txn_ts"] for r in base if r["file_name"] == target]
     wider = column_stats_record(
-        key, target, "txn_ts", ("LongWrapper", old["min"] - 5), ("LongWrapper", old["max"] - 1),
-        value_type=4, counts=(3, 1, 10, 20),
+        key,
+        target,
+        "txn_ts",
+        ("LongWrapper", old["min"] - 5),
+        ("LongWrapper", old["max"] - 1),
+        value_type=4,
+        counts=(3, 1, 10, 20),
     )
     append_log(root, "column_stats", group, _latest(root), [wider], version=9)
-    (merged,) = [r["txn_ts"] for r in HudiMetadataTable(root).column_stats(["txn_ts"]).to_pylist() if r["file_name"] == target]
+    (merged,) = [
+        r["txn_ts"]
+        for r in HudiMetadataTable(root).column_stats(["txn_ts"]).to_pylist()
+        if r["file_name"] == target
+    ]
     assert (merged["min"], merged["max"]) == (old["min"] - 5, old["max"])
     assert merged["value_count"] == old["value_count"] + 3 and merged["null_count"] == old["null_count"] + 1
     tight = column_stats_record(
         key, target, "txn_ts", ("LongWrapper", 7), ("LongWrapper", 8), value_type=4, tight=True
     )
     append_log(root, "column_stats", group, _latest(root), [tight], version=10)
-    (replaced,) = [r["txn_ts"] for r in HudiMetadataTable(root).column_stats(["txn_ts"]).to_pylist() if r["file_name"] == target]
+    (replaced,) = [
+        r["txn_ts"]
+        for r in HudiMetadataTable(root).column_stats(["txn_ts"]).to_pylist()
+        if r["file_name"] == target
+    ]
     assert (replaced["min"], replaced["max"], replaced["value_count"], replaced["tight"]) == (7, 8, 1, True)
 
 
@@ -102,7 +117,9 @@ def test_a_delete_block_removes_record_index_keys(root: Path) -> None:
     mdt = HudiMetadataTable(root)
     keys = mdt.record_index()["record_key"].to_pylist()
     gone = keys[0]
-    append_log(root, "record_index", _file_group(mdt, "record_index", gone), _latest(root), deleted_keys=[gone])
+    append_log(
+        root, "record_index", _file_group(mdt, "record_index", gone), _latest(root), deleted_keys=[gone]
+    )
     after = HudiMetadataTable(root)
     assert after.record_index()["record_key"].to_pylist() == keys[1:]
     assert after.record_index(keys[:3])["record_key"].to_pylist() == keys[1:3]
@@ -217,3 +234,61 @@ def test_no_metadata_table(root: Path) -> None:
     shutil.rmtree(root / ".hoodie" / "metadata")
     with pytest.raises(MetadataTableError, match="no metadata table"):
         HudiMetadataTable(root)
+
+
+def test_bloom_filters_found_by_file(root: Path) -> None:
+    import base64
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    from index_store.hudi_bloom.filter import HudiBloomFilter
+
+    mdt = HudiMetadataTable(root)
+    live = mdt.files().to_pylist()
+    partition_hash = base64.b64encode(b"\x01" * 8).decode()  # any 64-bit partition hash: found by file
+
+    def key(name: str) -> str:
+        return partition_hash + base64.b64encode(hashlib.md5(name.encode()).digest()).decode()
+
+    records, keys_of = [], {}
+    for f in live:
+        keys = pq.read_table(root / f["path"], columns=["_hoodie_record_key"])["_hoodie_record_key"]
+        bloom = HudiBloomFilter.create(100, 0.01)
+        bloom.add_all(keys)
+        keys_of[f["file_name"]] = keys
+        records.append(
+            {
+                "key": key(f["file_name"]),
+                "type": 4,
+                "BloomFilterMetadata": {
+                    "type": bloom.type_code,
+                    "timestamp": _latest(root),
+                    "bloomFilter": bloom.to_serialized().encode(),  # Hudi stores the base64 text
+                    "isDeleted": False,
+                },
+            }
+        )
+    records.append({**records[0], "key": key("not-live.parquet")})
+    tombstone = {
+        **records[1],
+        "BloomFilterMetadata": {**records[1]["BloomFilterMetadata"], "isDeleted": True},
+    }
+    folder = root / ".hoodie" / "metadata" / "bloom_filters"
+    folder.mkdir()
+    append_log(root, "bloom_filters", "bloom-filters-0000-0", _latest(root), records)
+    append_log(root, "bloom_filters", "bloom-filters-0000-0", _latest(root), [tombstone], version=10)
+    props = root / ".hoodie" / "hoodie.properties"
+    text = props.read_text()
+    assert "hoodie.table.metadata.partitions=column_stats," in text
+    props.write_text(
+        text.replace("hoodie.table.metadata.partitions=", "hoodie.table.metadata.partitions=bloom_filters,")
+    )
+
+    blooms = HudiMetadataTable(root).bloom_filters()
+    names = [f["file_name"] for f in live]
+    assert sorted(blooms["file_name"].to_pylist()) == sorted(names[:1] + names[2:])
+    for row in blooms.to_pylist():
+        assert row["partition"] == next(f["partition"] for f in live if f["file_name"] == row["file_name"])
+        bloom = HudiBloomFilter.from_serialized(row["bloom_filter"], row["bloom_type"])
+        assert bloom.might_contain(keys_of[row["file_name"]]).all()
