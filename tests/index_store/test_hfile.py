@@ -7,7 +7,6 @@ Compatibility with the files Hudi writes is test_hfile_real.py's."""
 from __future__ import annotations
 
 import dataclasses
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +61,8 @@ def test_a_lookup_reads_only_the_blocks_its_key_can_be_in() -> None:
     assert len(reader._cache) == 1 and len(reader._index_blocks) == 2
     assert reader.get(KEYS[1501]) == VALUES[1501]  # the same block: nothing more read
     assert len(reader._cache) == 1 and len(reader._index_blocks) == 2
-    blocks = len(reader.scan()) and len(reader._cache)
-    assert blocks > 100  # a scan reads them all
+    reader.scan()
+    assert len(reader._cache) > 100  # a scan reads them all
     fresh = HFileReader(small_blocks(), cached_blocks=1000)
     found = fresh.get_many([KEYS[0], KEYS[1], KEYS[-1]])
     assert found[KEY].to_pylist() == [KEYS[0], KEYS[1], KEYS[-1]] and len(fresh._cache) == 2
@@ -253,8 +252,6 @@ def test_an_unsupported_major_version() -> None:
 
 def test_a_gzip_member_cut_short_is_corrupt() -> None:
     """A block whose gzip stream ends early (the header's sizes kept): corrupt, not a short block."""
-    payload = zlib.compress(b"x" * 100)
-    assert payload  # sanity: zlib works here
     reader = HFileReader(GOOD)
     first = int(reader._leaf_entries().offsets[0])
     size = int.from_bytes(GOOD[first + 29 : first + 33], "big")  # on-disk data size with header
