@@ -47,23 +47,7 @@ def _mvcc_size(first: int) -> int:
 
 def decode_cells(payload: bytes, with_mvcc: bool = True) -> Cells:
     """The cells of a data block's (uncompressed) payload."""
-    end = len(payload)
-    starts: list[int] = []
-    pos = 0
-    while pos < end:  # the lengths chain: each cell says where the next one is
-        if pos + 10 > end:
-            raise CellFormatError(f"a cell at byte {pos} of {end} is cut short")
-        key_length, value_length = _LENGTHS.unpack_from(payload, pos)
-        starts.append(pos)
-        pos += 8 + key_length + value_length
-        if key_length < 2 or value_length < 0 or pos > end:
-            raise CellFormatError(f"the cell at byte {starts[-1]} of {end} runs past the block")
-        if with_mvcc:
-            if pos >= end:
-                raise CellFormatError(f"the cell at byte {starts[-1]} has no MVCC timestamp")
-            pos += _mvcc_size(payload[pos])
-    if pos != end:
-        raise CellFormatError(f"the last cell ends at byte {pos}, past the block's {end}")
+    starts = _walk(payload, with_mvcc)
     buffer = np.frombuffer(payload, np.uint8)
     at = np.asarray(starts, np.int64)
     key_lengths = _read_be(buffer, at, 4)
@@ -98,6 +82,55 @@ def find_cell(payload: bytes, key: bytes, with_mvcc: bool = True) -> bytes | Non
                 raise CellFormatError(f"the cell at byte {pos} has no MVCC timestamp")
             pos += _mvcc_size(payload[pos])
     return None
+
+
+def _walk(payload: bytes, with_mvcc: bool) -> list[int]:
+    """Where each cell starts. The fast walk assumes one-byte MVCC timestamps (Hudi's are 0) and
+    checks that afterwards in one numpy test; anything else takes the careful walk, which also
+    says precisely what is wrong with a damaged block."""
+    unpack, end, pos = _LENGTHS.unpack_from, len(payload), 0
+    starts: list[int] = []
+    tail = 9 if with_mvcc else 8
+    append = starts.append
+    try:
+        while pos < end:
+            append(pos)
+            key_length, value_length = unpack(payload, pos)
+            if key_length < 2 or value_length < 0:
+                break
+            pos += tail + key_length + value_length
+    except struct.error:
+        pass
+    if pos == end and (not with_mvcc or not starts or _one_byte_mvcc(payload, starts)):
+        return starts
+    return _careful_walk(payload, with_mvcc)
+
+
+def _one_byte_mvcc(payload: bytes, starts: list[int]) -> bool:
+    """Whether the byte before each next cell (and the block's end) is a one-byte vlong."""
+    last = np.frombuffer(payload, np.uint8)[np.append(np.asarray(starts[1:], np.int64), len(payload)) - 1]
+    return bool(np.all((last < 128) | (last >= 144)))
+
+
+def _careful_walk(payload: bytes, with_mvcc: bool) -> list[int]:
+    end = len(payload)
+    starts: list[int] = []
+    pos = 0
+    while pos < end:  # the lengths chain: each cell says where the next one is
+        if pos + 10 > end:
+            raise CellFormatError(f"a cell at byte {pos} of {end} is cut short")
+        key_length, value_length = _LENGTHS.unpack_from(payload, pos)
+        starts.append(pos)
+        pos += 8 + key_length + value_length
+        if key_length < 2 or value_length < 0 or pos > end:
+            raise CellFormatError(f"the cell at byte {starts[-1]} of {end} runs past the block")
+        if with_mvcc:
+            if pos >= end:
+                raise CellFormatError(f"the cell at byte {starts[-1]} has no MVCC timestamp")
+            pos += _mvcc_size(payload[pos])
+    if pos != end:
+        raise CellFormatError(f"the last cell ends at byte {pos}, past the block's {end}")
+    return starts
 
 
 def _read_be(buffer: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:

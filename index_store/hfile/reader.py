@@ -173,7 +173,7 @@ class HFileReader:
             return SCHEMA.empty_table()
         offsets = self._descend(wanted)
         found = [
-            self._match(self._cells(int(offset)), wanted.filter(pa.array(offsets == offset)))
+            self._found(int(offset), wanted.filter(pa.array(offsets == offset)))
             for offset in np.unique(offsets[offsets >= 0])
         ]
         return pa.concat_tables(found) if found else SCHEMA.empty_table()
@@ -183,13 +183,14 @@ class HFileReader:
         the order of the keys, so a damaged file is an error, never missing or misordered rows."""
         leaves = self._leaf_entries()
         tables = [self._table(self._cells(int(offset))) for offset in leaves.offsets]
-        table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+        # One chunk per column, not one per block: what callers filter and join is contiguous.
+        table = pa.concat_tables(tables).combine_chunks() if tables else SCHEMA.empty_table()
         if table.num_rows != self.trailer.entry_count:
             raise HFileCorruptError(
                 self.path,
                 f"{table.num_rows} cells in the data blocks, the trailer says {self.trailer.entry_count}",
             )
-        keys = table[KEY].combine_chunks()
+        keys = table[KEY].chunk(0) if table[KEY].num_chunks else pa.array([], pa.binary())
         if len(keys) > 1 and not pc.all(pc.less_equal(keys[:-1], keys[1:])).as_py():
             raise HFileCorruptError(self.path, "the cells are not in key order")
         return table
@@ -301,6 +302,26 @@ class HFileReader:
     @staticmethod
     def _table(cells: Cells) -> pa.Table:
         return pa.Table.from_arrays([cells.keys, cells.values], schema=SCHEMA)
+
+    def _found(self, offset: int, keys: pa.Array) -> pa.Table:
+        """The cells of ``keys`` (sorted) in the data block at ``offset``. One or two keys walk the
+        block until each is passed (half a block each, on average); more decode the block once
+        and match them all in one hash lookup."""
+        if len(keys) > 2:
+            return self._match(self._cells(offset), keys)
+        wanted = keys.to_pylist()
+        try:
+            values = [find_cell(self._payload(offset), key, self._with_mvcc) for key in wanted]
+        except CellFormatError as exc:
+            raise HFileCorruptError(self.path, f"the data block at byte {offset}: {exc}") from exc
+        hits = [i for i, value in enumerate(values) if value is not None]
+        return pa.Table.from_arrays(
+            [
+                pa.array([wanted[i] for i in hits], pa.binary()),
+                pa.array([values[i] for i in hits], pa.binary()),
+            ],
+            schema=SCHEMA,
+        )
 
     @staticmethod
     def _match(cells: Cells, keys: pa.Array) -> pa.Table:
