@@ -143,37 +143,82 @@ class Cells:
     where: str  # the file (and block) they come from, for messages
 
 
-def _parsed(schema: dict[str, Any] | str | None, where: str) -> Any:
+def _schema_dict(schema: dict[str, Any] | str | None, where: str) -> dict[str, Any]:
     if schema is None:
         raise MetadataTableError(f"{where}: HFile cells without the Avro schema of their values")
     try:
-        return fastavro.parse_schema(json.loads(schema) if isinstance(schema, str) else schema)
+        loaded = json.loads(schema) if isinstance(schema, str) else schema
+    except ValueError as exc:
+        raise MetadataTableError(f"{where}: the values' Avro schema is not JSON ({exc})") from exc
+    if not isinstance(loaded, dict):
+        raise MetadataTableError(f"{where}: the values' Avro schema is not a record schema")
+    return loaded
+
+
+def _parse(schema: dict[str, Any], where: str) -> Any:
+    try:
+        return fastavro.parse_schema(schema)
     except (ValueError, fastavro.schema.SchemaParseException) as exc:
         raise MetadataTableError(f"{where}: the values' Avro schema does not parse ({exc})") from exc
+
+
+def _zigzag(n: int) -> bytes:
+    """An Avro long (zigzag varint) of a non-negative ``n``."""
+    n, out = n << 1, bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _read(stream: io.BytesIO, parsed: Any) -> Any:
+    return fastavro.schemaless_reader(
+        stream, parsed, None, return_record_name=True, return_record_name_override=True
+    )
+
+
+def _locate_bad_cell(cells: Cells, parsed: Any) -> MetadataTableError:
+    """The error naming the first cell whose value does not decode on its own (or fill its bytes)."""
+    assert cells.values is not None
+    for i, (key, value) in enumerate(zip(cells.keys, cells.values, strict=True)):
+        stream = io.BytesIO(value)
+        try:
+            _read(stream, parsed)
+            if stream.tell() == len(value):
+                continue
+            reason = f"{len(value) - stream.tell()} bytes left after the record"
+        except Exception as exc:  # fastavro raises EOFError, ValueError, UnicodeDecodeError, ...
+            reason = str(exc) or type(exc).__name__
+        return MetadataTableError(
+            f"{cells.where}: cell {i} (key {key!r}) does not decode against HoodieMetadataRecord: {reason}"
+        )
+    return MetadataTableError(f"{cells.where}: the cells' values do not decode against HoodieMetadataRecord")
 
 
 def decode_cells(cells: Cells) -> list[dict[str, Any]]:
     """The Avro records of the cells' values, with ``key`` set from each cell key. Wrapped bounds
     come back as ``(wrapper name, {"value": v})`` (fastavro's record names), so that an
-    ``IntWrapper`` and a ``DateWrapper`` holding the same int stay apart."""
-    if cells.values is None:
+    ``IntWrapper`` and a ``DateWrapper`` holding the same int stay apart. The values, back to
+    back, are the items of one Avro array: one fastavro call decodes them all."""
+    if cells.values is None or not len(cells.values):
         return []
-    parsed = _parsed(cells.schema, cells.where)
-    out = []
-    for i, (key, value) in enumerate(zip(cells.keys, cells.values, strict=True)):
-        try:
-            record = fastavro.schemaless_reader(
-                io.BytesIO(value), parsed, None, return_record_name=True, return_record_name_override=True
-            )
-        except Exception as exc:  # fastavro raises EOFError, ValueError, UnicodeDecodeError, ...
-            raise MetadataTableError(
-                f"{cells.where}: cell {i} (key {key!r}) does not decode against HoodieMetadataRecord: {exc}"
-            ) from exc
-        if not isinstance(record, dict):
-            raise MetadataTableError(f"{cells.where}: cell {i} is not an Avro record")
+    schema = _schema_dict(cells.schema, cells.where)
+    array = _parse({"type": "array", "items": schema}, cells.where)
+    stream = io.BytesIO(_zigzag(len(cells.values)) + b"".join(cells.values) + b"\x00")
+    try:
+        records = _read(stream, array)
+    except Exception:  # fastavro raises EOFError, ValueError, UnicodeDecodeError, ...
+        records = None
+    if (
+        not isinstance(records, list)
+        or len(records) != len(cells.values)
+        or stream.tell() != len(stream.getbuffer())
+    ):
+        raise _locate_bad_cell(cells, _parse(schema, cells.where))
+    for key, record in zip(cells.keys, records, strict=True):
         record["key"] = key
-        out.append(record)
-    return out
+    return records
 
 
 def _wrapped(value: Any) -> tuple[str | None, str | None, Any]:
