@@ -9,6 +9,7 @@ it is read as Hudi reads it, the blocks of uncompleted data instants skipped.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -32,9 +33,20 @@ from index_store.hudi_metadata.records import Cells, raw_table
 from index_store.hudi_metadata.source import slice_cells
 from index_store.tables.hudi import HudiTable
 
-__all__ = ["HudiMetadataTable", "MetadataPartitions"]
+__all__ = ["HudiIndexDefinition", "HudiMetadataTable", "MetadataPartitions"]
 
 _SECONDARY_PREFIX = "secondary_index_"
+
+
+@dataclass(frozen=True)
+class HudiIndexDefinition:
+    """An index Hudi declares (``hoodie.table.index.defs.path``): its metadata partition, type
+    (``column_stats``, ``secondary_index``, ``record_index``, ...), function and source columns."""
+
+    name: str
+    index_type: str
+    function: str
+    columns: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,29 @@ class HudiMetadataTable:
         state = self.layout.partitions
         available = tuple(p for p in state.complete if state.is_available(p))
         return MetadataPartitions(available, state.inflight)
+
+    def index_definitions(self) -> dict[str, HudiIndexDefinition]:
+        """The indexes the data table declares, by metadata partition name (empty when it keeps
+        no definitions file: tables written before Hudi 1.0)."""
+        rel = self.table.properties.get("hoodie.table.index.defs.path", "").strip()
+        path = os.path.join(self.table.root, rel) if rel else ""
+        if not path or not os.path.isfile(path):
+            return {}
+        try:
+            with open(path, encoding="utf-8") as f:
+                defs = json.load(f).get("indexDefinitions") or {}
+        except (OSError, ValueError, AttributeError) as exc:
+            raise MetadataTableError(f"{path}: Hudi's index definitions do not read ({exc})") from exc
+        return {
+            name: HudiIndexDefinition(
+                name,
+                str(d.get("indexType", "")),
+                str(d.get("indexFunction", "")),
+                tuple(str(c) for c in d.get("sourceFields") or ()),
+            )
+            for name, d in defs.items()
+            if isinstance(d, dict)
+        }
 
     def in_step_with(self, data_table: HudiTable | None = None) -> bool:
         """Whether the metadata table reflects the data table's latest completed instant, and

@@ -35,6 +35,15 @@ def _index_defs(root: Path) -> dict[str, dict]:
     return json.loads((root / ".hoodie" / ".index_defs" / "index.json").read_text())["indexDefinitions"]
 
 
+def test_index_definitions(meta: tuple[Path, HudiMetadataTable]) -> None:
+    root, mdt = meta
+    defs = mdt.index_definitions()
+    assert set(defs) == set(_index_defs(root))
+    assert defs["secondary_index_merchant_idx"].columns == ("merchant_name",)
+    assert defs["secondary_index_txn_date_idx"].index_type == "secondary_index"
+    assert "amount" in defs["column_stats"].columns
+
+
 def test_partitions_and_step(meta: tuple[Path, HudiMetadataTable]) -> None:
     root, mdt = meta
     parts = mdt.partitions()
