@@ -28,8 +28,9 @@ from index_store.tables.hudi_timeline import HudiTimeline, read_properties
 __all__ = ["MetadataLayout", "MetadataSlice", "PartitionState"]
 
 _METADATA_FOLDER = "metadata"
-# Instants Hudi gives the commits that initialise a metadata partition (00000000000000000, ...01, ...).
-_INIT_PREFIX = "0000000000000000"
+# Instants of the commits that initialise a metadata partition (Hudi's SOLO_COMMIT_TIMESTAMP and a
+# suffix: 00000000000000010 in table version 6, 00000000000000000, ...01, ... in 8 and 9).
+_INIT_PREFIX = "00000000000000"
 # Data-table actions that write to the metadata table under their own instant time.
 _SYNCED_ACTIONS = ("commit", "deltacommit", "replacecommit", "clean", "rollback", "restore")
 
