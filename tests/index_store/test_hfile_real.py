@@ -124,7 +124,7 @@ def test_every_real_metadata_log_file_scans(hudi_tables: dict[str, Path]) -> Non
     read through scan_log_files with the metadata table's key field; each HFile block's records
     are its cells, keys restored."""
     paths = metadata_files(hudi_tables, ".*.log.*")
-    assert len(paths) > 400
+    assert len(paths) == 633
     kinds: set[int] = set()
     records = 0
     for path in paths:
