@@ -105,20 +105,41 @@ def _unframe(codec: Codec, data: bytes) -> bytes:
     """Hadoop's block framing: [uncompressed length, [compressed length, chunk]+]+."""
     arrow, parts, pos = pa.Codec(_ARROW[codec]), [], 0
     while pos < len(data):
-        if pos + 8 > len(data):
-            raise CodecError(f"Hadoop {codec.name} framing ends inside a chunk header")
-        expected, length = _INT.unpack_from(data, pos)[0], _INT.unpack_from(data, pos + 4)[0]
-        pos += 8
-        if length < 0 or pos + length > len(data):
-            raise CodecError(f"a {codec.name} chunk of {length} bytes runs past the block")
-        # One compressed chunk per uncompressed run is what Hadoop writes for blocks under its
-        # buffer size (every HFile block); a split run is refused rather than guessed at.
-        chunk = arrow.decompress(data[pos : pos + length], decompressed_size=expected, asbytes=True)
-        if len(chunk) != expected:
-            raise CodecError(f"a {codec.name} chunk decompresses to {len(chunk)} bytes, not {expected}")
-        parts.append(chunk)
-        pos += length
+        expected, pos = _int(data, pos, codec), pos + 4
+        produced = 0
+        while produced < expected:  # a run's chunks, until they add up to its length
+            length, pos = _int(data, pos, codec), pos + 4
+            if length < 0 or pos + length > len(data):
+                raise CodecError(f"a {codec.name} chunk of {length} bytes runs past the block")
+            chunk = data[pos : pos + length]
+            # Raw snappy says its own length; a raw LZ4 chunk does not, and is taken to be the
+            # rest of its run (Hadoop splits only runs above its buffer, larger than HBase's
+            # blocks): a split LZ4 run fails as bytes that do not decompress, never misread.
+            size = _snappy_length(chunk) if codec is Codec.SNAPPY else expected - produced
+            out = arrow.decompress(chunk, decompressed_size=size, asbytes=True)
+            if len(out) != size or produced + size > expected:
+                raise CodecError(f"a {codec.name} chunk decompresses past its run of {expected} bytes")
+            parts.append(out)
+            produced += size
+            pos += length
     return b"".join(parts)
+
+
+def _int(data: bytes, pos: int, codec: Codec) -> int:
+    if pos + 4 > len(data):
+        raise CodecError(f"Hadoop {codec.name} framing ends inside a length")
+    return int(_INT.unpack_from(data, pos)[0])
+
+
+def _snappy_length(chunk: bytes) -> int:
+    """The uncompressed length raw snappy starts with (a little-endian base-128 varint)."""
+    value, shift = 0, 0
+    for byte in chunk[:5]:
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value
+        shift += 7
+    raise CodecError("a snappy chunk without its length")
 
 
 def compress(codec: Codec, data: bytes) -> bytes:

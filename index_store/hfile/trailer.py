@@ -93,9 +93,19 @@ def read_trailer(data: bytes | memoryview | mmap.mmap, path: str = "") -> Traile
             raise HFileCorruptError(path, f"the trailer has no {required}")
     values.setdefault("file_info_offset", 0)
     trailer = Trailer(
-        minor_version=minor,
-        **{name: values.get(name, 0) for name in _FIELDS.values() if name != "comparator"},  # type: ignore[arg-type]
+        load_on_open_offset=int(values["load_on_open_offset"]),
+        file_info_offset=int(values["file_info_offset"]),
+        data_index_count=int(values.get("data_index_count", 0)),
+        meta_index_count=int(values.get("meta_index_count", 0)),
+        entry_count=int(values["entry_count"]),
+        data_index_levels=int(values["data_index_levels"]),
+        first_data_block_offset=int(values.get("first_data_block_offset", 0)),
+        last_data_block_offset=int(values.get("last_data_block_offset", 0)),
+        codec=int(values["codec"]),
         comparator=str(values.get("comparator", "")),
+        uncompressed_data_index_size=int(values.get("uncompressed_data_index_size", 0)),
+        total_uncompressed_bytes=int(values.get("total_uncompressed_bytes", 0)),
+        minor_version=minor,
     )
     if not 0 <= trailer.load_on_open_offset < start or trailer.data_index_levels < 1:
         raise HFileCorruptError(

@@ -55,6 +55,7 @@ def write_hfile(
     level: list[tuple[int, int, bytes]] = []  # (offset, on-disk size, index key) of the level being built
     above: list[tuple[int, int, bytes]] = []  # leaf index entries, when the index has levels
     leaf: list[tuple[int, int, bytes]] = []
+    data_offsets: list[int] = []
     for i, (start, end) in enumerate(groups):
         block = encode_block(
             BlockKind.DATA, encode_cells(list(keys[start:end]), list(values[start:end])), codec
@@ -62,6 +63,7 @@ def write_hfile(
         first = keys[start]
         index_key = _separator(keys[start - 1], first) if short_index_keys and start else first
         entry = (len(out), len(block), hbase_key(index_key)[: 2 + len(index_key)])
+        data_offsets.append(len(out))
         out += block
         if not multi_level:
             level.append(entry)
@@ -97,7 +99,6 @@ def write_hfile(
     file_info_offset = len(out)
     info = _file_info(keys, values, file_info or {})
     out += encode_block(BlockKind.FILE_INFO, info, codec)
-    data_offsets = [entry[0] for entry in (level if levels == 1 else [])]
     trailer = Trailer(
         load_on_open_offset=load_on_open,
         file_info_offset=file_info_offset,

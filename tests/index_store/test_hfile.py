@@ -7,6 +7,7 @@ Compatibility with the files Hudi writes is test_hfile_real.py's."""
 from __future__ import annotations
 
 import dataclasses
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 from index_store.errors import HFileCorruptError, HFileError, TableFormatError, UnsupportedHFileError
 from index_store.hfile import KEY, VALUE, Codec, HFileReader
+from index_store.hfile.codecs import CodecError, decompress
 from index_store.hfile.trailer import TRAILER_SIZE, encode_trailer, read_trailer
 from index_store.hfile.writer import write_hfile
 
@@ -258,3 +260,18 @@ def test_a_gzip_member_cut_short_is_corrupt() -> None:
     cut = damaged(GOOD, first + size - 8, b"\x00" * 8)  # gzip's CRC and length trailer
     with pytest.raises(HFileCorruptError, match="GZ"):
         HFileReader(cut).get(KEYS[0])
+
+
+def test_a_snappy_run_in_several_chunks() -> None:
+    """Hadoop's block framing may split a run into chunks (raw snappy says each one's length):
+    the chunks join; a chunk that runs past its run is corrupt."""
+    first, second = b"first " * 200, b"second " * 100
+    snappy = pa.Codec("snappy")
+    chunks = [snappy.compress(part, asbytes=True) for part in (first, second)]
+    framed = struct.pack(">i", len(first) + len(second)) + b"".join(
+        struct.pack(">i", len(c)) + c for c in chunks
+    )
+    assert decompress(Codec.SNAPPY, framed, len(first) + len(second)) == first + second
+    short = struct.pack(">i", len(first)) + framed[4:]
+    with pytest.raises(CodecError):
+        decompress(Codec.SNAPPY, short, len(first) + len(second))

@@ -36,6 +36,7 @@ from index_store.hudi_log import (
 from index_store.hudi_log.avro_data import decode_avro_records
 from index_store.hudi_log.hfile_data import decode_hfile_content
 from index_store.record_key import RecordKeySpec
+from index_store.tables.hudi_timeline import read_properties
 
 REAL_HFILES = 119  # in the 9 zips whose tables have a metadata table
 METADATA_KEY = RecordKeySpec(("key",))  # .hoodie/metadata/.hoodie/hoodie.properties: recordkey.fields=key
@@ -124,7 +125,7 @@ def test_every_real_metadata_log_file_scans(hudi_tables: dict[str, Path]) -> Non
     read through scan_log_files with the metadata table's key field; each HFile block's records
     are its cells, keys restored."""
     paths = metadata_files(hudi_tables, ".*.log.*")
-    assert len(paths) > 400
+    assert len(paths) == 633
     kinds: set[int] = set()
     records = 0
     for path in paths:
@@ -145,10 +146,14 @@ def test_every_real_metadata_log_file_scans(hudi_tables: dict[str, Path]) -> Non
 
 def test_files_partition_log(hudi_tables: dict[str, Path]) -> None:
     """The files partition's log of the merge-on-read table lists its partitions under
-    ``__all_partitions__`` and each partition's files under the partition's path."""
+    ``__all_partitions__`` and each partition's files under the partition's path; the metadata
+    table's own properties say how its keys are made (its key generator: the ``key`` field)."""
     root = hudi_tables["mor_avro_v9_txns_simple_meta"]
-    paths = sorted((root / ".hoodie" / "metadata" / "files").glob(".*.log.*"))
-    scan = scan_log_files(paths, lambda instant: True, key_spec=METADATA_KEY)
+    metadata = root / ".hoodie" / "metadata"
+    key_spec = RecordKeySpec.from_hudi_properties(read_properties(str(metadata / ".hoodie")), None)
+    assert key_spec == METADATA_KEY
+    paths = sorted((metadata / "files").glob(".*.log.*"))
+    scan = scan_log_files(paths, lambda instant: True, key_spec=key_spec)
     keys = set(scan.records.column(RECORD_KEY).to_pylist())
     assert "__all_partitions__" in keys
     partitions = {p.name for p in root.iterdir() if p.name.startswith("region=")}
