@@ -14,7 +14,15 @@ import fastavro
 import pyarrow as pa
 
 from index_store.hfile.writer import write_hfile
-from index_store.hudi_log import BlockType, block_header, encode_delete_block, frame, read_log_file
+from index_store.hudi_log import (
+    BlockType,
+    CommandType,
+    block_header,
+    encode_command_block,
+    encode_delete_block,
+    frame,
+    read_log_file,
+)
 from index_store.hudi_log.format import HeaderKey
 
 NS = "org.apache.hudi.avro.model."
@@ -54,20 +62,28 @@ def append_log(
     *,
     deleted_keys: Sequence[str] = (),
     version: int = 9,
+    block_size: int = 64 * 1024,
+    rollback: str | None = None,
 ) -> Path:
     """A new log file of metadata file group ``file_id`` holding one HFile data block of
-    ``records`` and/or one delete block of ``deleted_keys``, written by ``instant``."""
+    ``records`` (HFile data blocks of ``block_size`` bytes) and/or one delete block of
+    ``deleted_keys``, written by ``instant``, then a rollback command block of ``rollback``."""
     schema = writer_schema(root)
     blocks = b""
     if records:
         keys, values = encode(records, schema)
-        content = write_hfile(keys, values, file_info={"schema": schema.encode()})
+        content = write_hfile(
+            keys, values, file_info={"schema": schema.encode()}, block_size=block_size, index_fanout=8
+        )
         blocks += frame(BlockType.HFILE_DATA, block_header(instant, schema=schema), content)
     if deleted_keys:
         table = pa.table(
             {"record_key": list(deleted_keys), "partition_path": [partition] * len(deleted_keys)}
         )
         blocks += encode_delete_block(table, block_header(instant, schema=schema))
+    if rollback is not None:
+        header = block_header(instant, target_instant=rollback, command=CommandType.ROLLBACK)
+        blocks += encode_command_block(header)
     path = root / ".hoodie" / "metadata" / partition / f".{file_id}_{instant}.log.{version}_0-0-0"
     path.write_bytes(blocks)
     return path

@@ -14,6 +14,8 @@ import pytest
 from hudi_metadata_writer import append_log, column_stats_record
 
 from index_store.errors import MetadataOutOfStepError, MetadataPartitionUnavailableError, MetadataTableError
+from index_store.hfile import HFileReader
+from index_store.hudi_log import read_log_file
 from index_store.hudi_metadata import HudiMetadataTable
 from index_store.hudi_metadata.source import slice_cells
 from index_store.tables.hudi import HudiTable
@@ -292,3 +294,62 @@ def test_bloom_filters_found_by_file(root: Path) -> None:
         assert row["partition"] == next(f["partition"] for f in live if f["file_name"] == row["file_name"])
         bloom = HudiBloomFilter.from_serialized(row["bloom_filter"], row["bloom_type"])
         assert bloom.might_contain(keys_of[row["file_name"]]).all()
+
+
+def _ri_record(key: str, partition: str, file_id: str, position: int) -> dict[str, object]:
+    return {
+        "key": key,
+        "type": 5,
+        "recordIndexMetadata": {
+            "partitionName": partition,
+            "fileIdHighBits": None,
+            "fileIdLowBits": None,
+            "fileIndex": None,
+            "fileId": file_id,
+            "instantTime": 1772922289244,
+            "fileIdEncoding": 1,  # the file id kept as a string
+            "position": position,
+        },
+    }
+
+
+def test_point_lookups_through_many_hfile_blocks(root: Path) -> None:
+    mdt = HudiMetadataTable(root)
+    live = mdt.files().to_pylist()[0]
+    file_id = live["file_name"].split("_")[0]
+    records = [_ri_record(f"extra-{i:05d}", live["partition"], file_id, i) for i in range(3000)]
+    group = _file_group(mdt, "record_index")
+    before = mdt.record_index().num_rows
+    path = append_log(root, "record_index", group, _latest(root), records, block_size=2048)
+    (block,) = read_log_file(str(path))
+    assert HFileReader(block.content).trailer.data_index_levels > 1  # many blocks, a multi-level index
+    append_log(root, "record_index", group, _latest(root), deleted_keys=["extra-00007"], version=10)
+    after = HudiMetadataTable(root)
+    full = after.record_index()
+    assert full.num_rows == before + 2999
+    wanted = ["extra-00000", "extra-00007", "extra-01500", "extra-02999", "extra-03000", "TXN-001"]
+    got = {r["record_key"]: r for r in after.record_index(wanted).to_pylist()}
+    assert sorted(got) == ["TXN-001", "extra-00000", "extra-01500", "extra-02999"]
+    assert got["extra-01500"] == {
+        "record_key": "extra-01500",
+        "partition": live["partition"],
+        "file_id": file_id,
+        "instant": "20260307162449244",
+        "position": 1500,
+    }
+
+
+def test_a_rollback_block_undoes_a_metadata_block(root: Path) -> None:
+    mdt = HudiMetadataTable(root)
+    before = mdt.record_index()
+    live = mdt.files().to_pylist()[0]
+    file_id = live["file_name"].split("_")[0]
+    group = _file_group(mdt, "record_index")
+    latest = _latest(root)
+    append_log(root, "record_index", group, latest, [_ri_record("extra-1", live["partition"], file_id, 1)])
+    assert HudiMetadataTable(root).record_index(["extra-1"]).num_rows == 1
+    append_log(root, "record_index", group, latest, rollback=latest, version=10)
+    after = HudiMetadataTable(root).record_index()
+    # the rollback undoes every block of that instant in the file group, the real ones too
+    assert "extra-1" not in after["record_key"].to_pylist()
+    assert after.num_rows <= before.num_rows
