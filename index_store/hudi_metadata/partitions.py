@@ -10,7 +10,7 @@
 - ``bloom_filters``: ``partition``, ``file_name``, ``bloom_type``, ``timestamp``,
   ``bloom_filter`` (Hudi's serialized filter, ``index_store.hudi_bloom`` reads it). A bloom
   record names its file only through its key (``base64(hash64(partition) + md5(file name))``),
-  so files are found by the MD5 of the listed names.
+  so files are found by the MD5 of the live files' names.
 - ``record_index``: ``record_key``, ``partition``, ``file_id``, ``instant``, ``position``.
 - ``secondary_index_<name>``: ``secondary_key`` (Hudi's string form of the value: a date is its
   epoch day, ...), ``record_key``.
@@ -109,7 +109,7 @@ def _md5_key(names: Sequence[str]) -> pa.Array:
 
 
 def bloom_filters_table(raw: pa.Table, listing: pa.Table) -> pa.Table:
-    """The bloom filters of the listed files (a filter of a file not listed is left out)."""
+    """The bloom filters of the files of ``listing`` (a filter of another file is left out)."""
     merged = merge_latest(raw)
     suffix = pc.utf8_slice_codeunits(merged["key"], -24)
     listed_keys = _md5_key(listing["file_name"].to_pylist())

@@ -58,7 +58,9 @@ class MetadataPartitions:
 
 
 class HudiMetadataTable:
-    """The metadata table (``.hoodie/metadata``) of a Hudi data table, read as Hudi reads it."""
+    """The metadata table (``.hoodie/metadata``) of a Hudi data table, read as Hudi reads it.
+    Both timelines are read when it is opened (the listing once, on first use): open a new one to
+    see later commits."""
 
     def __init__(self, table: HudiTable | str | os.PathLike[str], *, require_in_step: bool = True) -> None:
         self.table = table if isinstance(table, HudiTable) else HudiTable(table)
@@ -130,7 +132,7 @@ class HudiMetadataTable:
 
     @cached_property
     def _live(self) -> pa.Table:
-        return live_files(self._files, self.table.timeline(), self.table.table_version)
+        return live_files(self._files, self.layout.data_timeline, self.table.table_version)
 
     def files(self, *, all_versions: bool = False) -> pa.Table:
         """The live files of the data table (each file group's latest slice) from the ``files``
@@ -173,8 +175,8 @@ class HudiMetadataTable:
         return table.set_column(0, "partition", pc.if_else(pc.equal(names, "."), "", names))
 
     def bloom_filters(self) -> pa.Table:
-        """The bloom filter of each listed data file that has one."""
-        return bloom_filters_table(self._raw("bloom_filters", "bloom_filters"), self._files)
+        """The bloom filter of each live data file that has one (a file without one: unknown)."""
+        return bloom_filters_table(self._raw("bloom_filters", "bloom_filters"), self._live)
 
     def record_index(self, keys: Iterable[str] | None = None) -> pa.Table:
         """Record key -> ``partition``, ``file_id`` (file group), ``instant``, ``position`` of every
@@ -183,7 +185,7 @@ class HudiMetadataTable:
         it an insert or skipping its file would be wrong."""
         wanted = None if keys is None else sorted({k.encode("utf-8") for k in keys})
         raw = self._raw("record_index", "record_index", wanted)
-        timeline = self.table.timeline()
+        timeline = self.layout.data_timeline
         known = set(timeline.completed) | {i.requested for i in timeline.instants}
         timezone = self.table.properties.get("hoodie.table.timeline.timezone", "LOCAL")
         table = record_index_table(raw, known, timezone)
