@@ -30,33 +30,10 @@ from pathlib import Path
 import hudi
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from benchmarks.common import fmt_mb, machine_line, markdown_table, met
-from index_store.datagen.hudi_mor import DeltaCommit, write_mor_table
-from index_store.datagen.tpch import generate
-
-
-def _lineitem(scale: float) -> pa.Table:
-    table = pq.read_table(generate(scale, "bench_data/tpch", tables=("lineitem",))["lineitem"])
-    key = pc.add(pc.multiply(table["l_orderkey"], 8), table["l_linenumber"].cast(pa.int64()))
-    ts = pa.array(np.zeros(table.num_rows, dtype=np.int64))
-    return table.add_column(0, "l_key", key).append_column("ts", ts)
-
-
-def _changes(live: pa.Table, seed: int = 0) -> DeltaCommit:
-    """10% of ``live`` updated, another 1% deleted."""
-    order = np.random.default_rng(seed).permutation(live.num_rows)
-    n_updates, n_deletes = live.num_rows // 10, live.num_rows // 100
-    updates = live.take(pa.array(order[:n_updates]))
-    updates = updates.set_column(
-        updates.schema.get_field_index("ts"), "ts", pa.array(np.ones(n_updates, dtype=np.int64))
-    )
-    comment = updates.schema.get_field_index("l_comment")
-    updates = updates.set_column(comment, "l_comment", pc.utf8_upper(updates["l_comment"]))
-    deletes = live["l_key"].take(pa.array(order[n_updates : n_updates + n_deletes]))
-    return DeltaCommit(updates=updates, deletes=deletes)
+from benchmarks.mor_lineitem import changes, lineitem
+from index_store.datagen.hudi_mor import write_mor_table
 
 
 def _size(root: Path, pattern: str) -> int:
@@ -74,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args(argv)
 
-    root = Path(args.workdir) / "lineitem_mor"
-    rows = _lineitem(args.scale)
+    root = Path(args.workdir).resolve() / "lineitem_mor"  # hudi-rs takes absolute paths only
+    rows = lineitem(args.scale)
     t0 = time.perf_counter()
     table = write_mor_table(
         root,
@@ -89,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     t1 = time.perf_counter()
     touched = list(range(0, len(table.file_groups), 5))
-    commit = _changes(table.rows_in(touched))
+    commit = changes(table.rows_in(touched))
     t2 = time.perf_counter()
     table.append(commit)
     t3 = time.perf_counter()

@@ -14,9 +14,8 @@ import bisect
 import mmap
 import os
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -120,7 +119,7 @@ class HFileReader:
     def _block(self, offset: int, kinds: tuple[BlockKind, ...]) -> Block:
         return read_block(self._data, offset, self.codec, kinds, self.path)
 
-    def _index(self, parse: Any, offset: int) -> IndexEntries:
+    def _index(self, parse: Callable[[], IndexEntries], offset: int) -> IndexEntries:
         try:
             entries: IndexEntries = parse()
         except IndexFormatError as exc:

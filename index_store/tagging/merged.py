@@ -8,9 +8,9 @@ Where candidate slices come from:
   alike: the slice holding the file named. Each answer holds every file holding the key, so a
   slice whose base file was not named for a key is not read for it, only its log files;
 - every slice with a file whose keys the index does not hold (no ``record_keys`` row: a log file
-  with a block that does not decode here; or no entry at all) is a candidate for every key of its partition (of the table, when tagging
-  globally): nothing else says which keys its logs bring. With such a base file, the base is read
-  for those keys too.
+  with a block that does not decode here; or no entry at all) is a candidate for every key of its
+  partition (of the table, when tagging globally): nothing else says which keys its logs bring.
+  With such a base file, the base is read for those keys too.
 
 The slices are the table's live slices listed now; ``tag`` has checked the index describes them
 (``IndexStaleError`` otherwise).
