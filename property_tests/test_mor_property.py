@@ -5,9 +5,11 @@ columns with nulls (NaN, -0.0 and infinity among the floats), partitioned or not
 per partition or a first commit of log files only, then 0-3 delta commits of updates (some losing
 on their ordering value), inserts (new keys and keys deleted before; into base files, existing
 groups' logs or new groups of logs only) and deletes, one of them now and then rolled back or left
-pending; table version 6 or 9, with or without an ordering field. After a build (bloom filters or
-the record index), with hudi-rs's snapshot (``hudi.HudiTable.read``) as the truth and DuckDB
-deciding which of its rows match:
+pending; table version 6 or 9, with or without an ordering field. Predicates join comparisons,
+IN, NOT IN, IS [NOT] NULL and starts_with on every column (the key, the ordering field and the
+partition column too) by AND, OR and NOT. After a build (bloom filters or the record index), with
+hudi-rs's snapshot (``hudi.HudiTable.read``) as the truth and DuckDB deciding which of its rows
+match:
 
 - ``prune(expr)`` keeps every file slice holding a matching row, and every file of each;
 - ``tag(keys)`` names the file group hudi-rs holds each live key in, and nothing for a key deleted,
@@ -34,7 +36,7 @@ from hypothesis import strategies as st
 import hudi_expr as hx
 from hudi_expr import col
 from index_store import PruneResult, open_table
-from index_store.datagen.hudi_mor import DeltaCommit, MorTable, write_mor_table
+from index_store.datagen.hudi_mor import CommitState, DeltaCommit, InsertTarget, MorTable, write_mor_table
 from property_tests.oracle import connection
 from tests.mor_oracle import hudi_rs_holders
 from tests.mor_tables import assert_same_rows, hudi_rs_rows
@@ -112,8 +114,11 @@ def table_rows(draw: st.DrawFn, keys: list[int], parts: int, ts: int | None) -> 
 def leaves(draw: st.DrawFn) -> hx.Expression:
     name = draw(st.sampled_from(ORDERED))
     literal = st.sampled_from(LITERALS[name])
-    kind = draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">=", "in", "not in", "null", "not null"]))
+    kinds = ["=", "!=", "<", "<=", ">", ">=", "in", "not in", "null", "not null"]
+    kind = draw(st.sampled_from(kinds + (["starts"] if name in ("s", "p") else [])))
     c = col(name)
+    if kind == "starts":
+        return c.starts_with(draw(st.sampled_from(["", "a", "é", "\U0001f600", "z"])))
     if kind == "null":
         return c.is_null()
     if kind == "not null":
@@ -169,8 +174,10 @@ def mor_cases(draw: st.DrawFn) -> MorCase:
     commits: list[DeltaCommit] = []
     failed: set[int] = set()
     for c in range(draw(st.sampled_from([0, 1, 2, 2, 3, 3]))):
-        state = draw(st.sampled_from(["completed", "completed", "completed", "rolled_back", "pending"]))
-        target = draw(st.sampled_from(["base", "logs", "log_only"]))
+        state: CommitState = draw(
+            st.sampled_from(["completed", "completed", "completed", "rolled_back", "pending"])
+        )
+        target: InsertTarget = draw(st.sampled_from(["base", "logs", "log_only"]))
         updated = _some(draw, sorted(live), 4)
         deleted = _some(draw, sorted(live - set(updated)), 3)
         # new keys, and keys deleted before (re-inserted into their group's logs)

@@ -397,7 +397,9 @@ def test_a_first_commit_of_log_files_only(tmp_path: Path, version: int) -> None:
         insert_into="log_only",
         table_version=version,
         start=START,
-        commits=[DeltaCommit(updates=rows([1, 2], 1), deletes=[3], inserts=rows([20], 1), insert_into="logs")],
+        commits=[
+            DeltaCommit(updates=rows([1, 2], 1), deletes=[3], inserts=rows([20], 1), insert_into="logs")
+        ],
     )
     assert [g.base_file for g in table.file_groups] == [None] * 3
     assert {g.base_instant for g in table.file_groups} == {table.instants[0].requested}
