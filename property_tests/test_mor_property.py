@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import operator
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,17 +138,18 @@ def leaves(draw: st.DrawFn) -> hx.Expression:
     }[kind]
 
 
-def expressions() -> st.SearchStrategy[hx.Expression]:
-    """Leaves joined by AND, OR and NOT, two levels deep at most."""
-    return st.recursive(
-        leaves(),
-        lambda inner: st.one_of(
-            st.builds(lambda a, b: a & b, inner, inner),
-            st.builds(lambda a, b: a | b, inner, inner),
-            st.builds(lambda a: ~a, inner),
-        ),
-        max_leaves=4,
+def _joined(inner: st.SearchStrategy[hx.Expression]) -> st.SearchStrategy[hx.Expression]:
+    """``inner`` expressions under an AND, an OR or a NOT."""
+    return st.one_of(
+        st.builds(operator.and_, inner, inner),
+        st.builds(operator.or_, inner, inner),
+        st.builds(operator.invert, inner),
     )
+
+
+def expressions() -> st.SearchStrategy[hx.Expression]:
+    """Leaves joined by AND, OR and NOT, four leaves at most."""
+    return st.recursive(leaves(), _joined, max_leaves=4)
 
 
 def _some(draw: st.DrawFn, pool: list[int], most: int) -> list[int]:
