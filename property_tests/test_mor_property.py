@@ -1,15 +1,15 @@
 """Random merge-on-read Hudi tables: pruning, tagging and merged reads against hudi-rs and DuckDB.
 
 Each example writes a tiny table with ``index_store.datagen.hudi_mor.write_mor_table``: typed
-columns with nulls (NaN, -0.0 and infinity among the floats), partitioned or not, 1-4 file groups
-per partition or a first commit of log files only, then 0-3 delta commits of updates (some losing
-on their ordering value), inserts (new keys and keys deleted before; into base files, existing
-groups' logs or new groups of logs only) and deletes, one of them now and then rolled back or left
-pending; table version 6 or 9, with or without an ordering field. Predicates join comparisons,
-IN, NOT IN, IS [NOT] NULL and starts_with on every column (the key, the ordering field and the
-partition column too) by AND, OR and NOT. After a build (bloom filters or the record index), with
-hudi-rs's snapshot (``hudi.HudiTable.read``) as the truth and DuckDB deciding which of its rows
-match:
+columns with nulls (NaN, -0.0 and infinity among the floats), partitioned (in hive-style folders or
+not) or not, 1-4 file groups per partition or a first commit of log files only, then 0-3 delta
+commits of updates (some losing on their ordering value), inserts (new keys and keys deleted
+before; into base files, existing groups' logs or new groups of logs only) and deletes, one of them
+now and then rolled back or left pending; table version 6 or 9, with or without an ordering field.
+Predicates join comparisons, IN, NOT IN, IS [NOT] NULL and starts_with on every column (the key,
+the ordering field and the partition column too) by AND, OR and NOT. After a build (bloom filters
+or the record index), with hudi-rs's snapshot (``hudi.HudiTable.read``) as the truth and DuckDB
+deciding which of its rows match:
 
 - ``prune(expr)`` keeps every file slice holding a matching row, and every file of each;
 - ``tag(keys)`` names the file group hudi-rs holds each live key in, and nothing for a key deleted,
@@ -86,6 +86,7 @@ class MorCase:
     rows: pa.Table
     commits: list[DeltaCommit]
     partitioned: bool
+    hive_style: bool
     parts: int  # partition values used (1 without partitions)
     ordering: bool
     version: int
@@ -214,6 +215,7 @@ def mor_cases(draw: st.DrawFn) -> MorCase:
         rows=rows,
         commits=commits,
         partitioned=partitioned,
+        hive_style=draw(st.booleans()),
         parts=parts,
         ordering=ordering,
         version=draw(st.sampled_from([6, 9])),
@@ -276,6 +278,7 @@ def test_mor_prune_tag_read_agree_with_hudi_rs(case: MorCase) -> None:
             case.rows,
             record_key="id",
             partition_by="p" if case.partitioned else None,
+            hive_style=case.hive_style,
             ordering_field="ts" if case.ordering else None,
             file_groups=case.file_groups,
             insert_into=case.insert_into,
@@ -317,7 +320,8 @@ def test_mor_prune_tag_read_agree_with_hudi_rs(case: MorCase) -> None:
         using: Literal["record", "bloom"] = "record" if case.record_index else "bloom"
         assert _located(t.tag(keys, using=using)) == expected
         if case.partitioned:
-            paths = [f"p={partition_of(k, case.parts)}" for k in case.probes]
+            folder = "p=" if case.hive_style else ""
+            paths = [folder + partition_of(k, case.parts) for k in case.probes]
             # the partition column is the one given, for a key found or not
             by_part = {
                 k: {(i, p) for i, p in located if p == path} or {(None, path)}
