@@ -48,6 +48,7 @@ import duckdb
 
 from adapters.duckdb.answers import CountQuery, count_query, existence_references
 from adapters.duckdb.clock import pin_time
+from adapters.duckdb.columns import used_columns
 from adapters.duckdb.dynamic import (
     Context,
     Derived,
@@ -193,6 +194,7 @@ class _State:
     tables: tuple[TablePlan, ...] = field(init=False)
     rewritten: str = field(init=False)  # the query with the spliced references
     spliced: list[TableRef] = field(init=False)
+    columns: list[tuple[str, ...] | None] = field(init=False)  # each reference's used (None: all)
 
     @property
     def shown(self) -> str:
@@ -372,18 +374,25 @@ def glob_or_splice(state: _State) -> QueryPlan | None:
     narrow reads the registered view (or a glob of its files), and with none spliced the query
     runs as written."""
     state.tables = tuple(
-        _direct((p.exists() if id(ref) in state.existence else None) or p.read(), r, p)
-        for ref, r, p in zip(state.refs, state.read, state.pruned, strict=True)
+        _projected(_direct((p.exists() if id(ref) in state.existence else None) or p.read(), r, p), r, used)
+        for ref, r, p, used in zip(state.refs, state.read, state.pruned, state.columns, strict=True)
     )
     spliced = [
         (ref, r, t)
         for ref, r, t in zip(state.refs, state.read, state.tables, strict=True)
-        if not t.direct or t.glob
+        if not t.direct or t.glob or t.columns is not None
     ]
     if not spliced:
         return state.as_written("", state.tables)
     state.spliced = [ref for ref, _, _ in spliced]
     state.rewritten = splice(state.query, state.spliced, [kept_read(r, t) for _, r, t in spliced])
+    return None
+
+
+def column_use(state: _State) -> QueryPlan | None:
+    """The columns each reference may read (``adapters.duckdb.columns``): a merge-on-read table's
+    stream is asked for those alone, as DuckDB cannot push a projection into it."""
+    state.columns = used_columns(state.statement, state.refs, [[c for c, _ in r.columns] for r in state.read])
     return None
 
 
@@ -411,6 +420,7 @@ PASSES: tuple[Callable[[_State], QueryPlan | None], ...] = (
     dynamic_pruning,
     row_selection,
     count_answer,
+    column_use,
     glob_or_splice,
     output_names,
 )
@@ -435,6 +445,16 @@ def _direct(table: TablePlan, registration: Registration, pruned: Pruned) -> Tab
         ):
             why = "only hive partition filters pruned, and DuckDB prunes hive partitions itself"
     return dataclasses.replace(table, direct=why, glob=uniform_glob(registration) or "") if why else table
+
+
+def _projected(table: TablePlan, registration: Registration, used: tuple[str, ...] | None) -> TablePlan:
+    """``table`` reading only the ``used`` columns of a merge-on-read table (None: every one), which
+    is spliced in even where the index keeps every slice: the registered view reads every column
+    (DuckDB pushes no projection into its stream); a table of parquet files is left as it is
+    (DuckDB's scan of them reads only the columns the query uses)."""
+    if registration.merged is None or used is None or table.answer:
+        return table
+    return dataclasses.replace(table, columns=used)
 
 
 def _derive(
