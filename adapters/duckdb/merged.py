@@ -2,19 +2,22 @@
 (``index_store.merged.MergedSlices``).
 
 DuckDB reads an object registered with ``con.register`` that has ``__arrow_c_stream__`` by asking it
-for a new stream at every scan. So:
+for a new stream at every scan, and pushes neither projections nor filters into it. So:
 
-- ``register`` registers a stream of the table's live slices under a hidden name
+- ``register`` registers a stream of the table's live slices, every column, under a hidden name
   (``__hudi_index_mor_<name>``) and makes the view a read of it: each query lists the slices anew
   (a delta commit is seen by the next query) and merges them;
-- a pruned reference reads a stream of its kept slices, registered under a name derived from them
-  (the same slices, the same name): a relation planned earlier keeps reading what it was planned
-  with, whatever is planned after it. The most recent ``_KEPT`` such names stay registered per
-  table; a relation older than that fails with DuckDB's "table does not exist", never with rows
-  of another plan.
+- a reference the planner rewrites reads a stream of only the columns the query uses
+  (``adapters.duckdb.columns``): of its kept slices when pruned, else of the live slices (listed at
+  each scan, as the view). A base-file-only slice then reads only those parquet columns; hudi-rs
+  merges a slice with log files with the columns merging needs and projects. The subquery gives the
+  other columns as typed NULLs, so its columns stay the registered ones (order, ``AS x(a, b)``);
+- such a stream is registered under a name derived from its slices and columns (the same read, the
+  same name): a relation planned earlier keeps reading what it was planned with, whatever is planned
+  after it. The most recent ``_KEPT`` such names stay registered per table; a relation older than
+  that fails with DuckDB's "table does not exist", never with rows of another plan.
 
-DuckDB pushes neither projections nor filters into such a stream: every column of every kept slice
-is read (hudi-rs reads them all to merge anyway), and the query filters the rows.
+The query filters the merged rows (pruning only chooses slices).
 """
 
 from __future__ import annotations

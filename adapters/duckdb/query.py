@@ -19,7 +19,9 @@ are not). References the planner does not rewrite (inside PIVOT, with TABLESAMPL
 registered view, and so does a reference the index cannot narrow: every file kept and no row
 selection, or only hive partitions pruned (DuckDB prunes those itself from the folder names). The
 view then costs what DuckDB alone costs, where a spliced list of files would add parsing and
-planning it (``str(plan)`` says "run by DuckDB directly" and why).
+planning it (``str(plan)`` says "run by DuckDB directly" and why). A merge-on-read table's view
+is the exception: it reads every column of a stream DuckDB cannot project, so its references read
+a stream of only the columns the query uses (``adapters.duckdb.columns``, ``merged``), pruned or not.
 
 Each reference's plan lists every WHERE/ON conjunct that names one of its columns: used, or not
 used with the reason (``scope`` places them; ``planner.Planner`` says why a part did not translate).
