@@ -13,7 +13,8 @@ its name, ignoring case, as DuckDB matches names. Every column is used when
 - a positional reference (``#1``) or a NATURAL join is anywhere in the statement;
 - its visible columns are not known.
 
-``USING (k)`` names ``k`` without a column reference: it counts as one.
+``USING (k)`` names ``k`` without a column reference, and ``s.*`` of a struct column ``s`` names
+``s``: both count as one.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ def used_columns(
                 every.update(k for k, known in called.items() if parts[-1] in known)
         elif cls == Class.STAR:
             every.update(_expanded(item, select, by_node, called))
+            # ``s.*`` of a struct column ``s`` expands its fields: ``s`` is used.
+            names.update(str(item.get(Key.RELATION_NAME) or "").lower().split("."))
         elif cls == Class.POSITIONAL_REFERENCE or item.get(Key.REF_TYPE) == "NATURAL":
             every.update(range(len(refs)))
         names.update(str(c).lower() for c in item.get(Key.USING_COLUMNS) or [])

@@ -8,6 +8,7 @@ schema of the stream registered for it.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -19,6 +20,8 @@ from hudi_data import MOR_TABLES
 from mor_tables import WRITTEN, assert_same_rows, condition_for, hudi_rs_rows
 
 from adapters import duckdb as duck
+from adapters.duckdb.columns import used_columns
+from adapters.duckdb.scope import find_references
 from index_store import open_table
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -184,3 +187,29 @@ def test_real_tables_projections(name: str, hudi_tables: dict[str, Path], tmp_pa
 
 def _plain(t: pa.DataType) -> bool:
     return not pa.types.is_nested(t)
+
+
+# (query, the columns of t = (id, s, q) each reference reads, in query order; None: every column)
+PARSED = [
+    ("SELECT s.* FROM t", [("s",)]),  # the fields of the struct column s
+    ("SELECT x.* FROM t AS x", [None]),
+    ("SELECT q FROM t x JOIN t y USING (id)", [("id", "q"), ("id", "q")]),
+    ("SELECT count(*) FROM t", [()]),
+    ("SELECT (SELECT max(q) FROM t AS i WHERE i.id = o.id) FROM t AS o", [("id", "q"), ("id", "q")]),
+    ("SELECT list_transform([1], v -> v + q) FROM t", [("q",)]),  # inside a lambda
+    ("SELECT * FROM (SELECT id FROM t) AS x JOIN (SELECT q FROM t) AS y ON true", [("id", "q"), ("id", "q")]),
+    ("SELECT to_json(x) FROM t AS x", [None]),
+]
+
+
+@pytest.mark.parametrize(("query", "reads"), PARSED)
+def test_used_columns_of_parsed_statements(query: str, reads: list[tuple[str, ...] | None]) -> None:
+    """``used_columns`` over DuckDB's own syntax tree of the query, for shapes the written tables
+    cannot have (a struct column)."""
+    con = duckdb.connect()
+    [(text,)] = con.execute("SELECT json_serialize_sql(?)", [query]).fetchall()
+    statement = json.loads(text)["statements"][0]["node"]
+    columns = {"id": "id", "s": "s", "q": "q"}
+    found = find_references(statement, lambda node: ("t", columns) if node.get("table_name") == "t" else None)
+    refs = sorted(found.references, key=lambda ref: ref.span[0])
+    assert used_columns(statement, refs, [list(columns)] * len(refs)) == reads
