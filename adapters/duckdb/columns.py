@@ -59,7 +59,8 @@ def used_columns(
         elif cls == Class.STAR:
             every.update(_expanded(item, select, by_node, called))
             # ``s.*`` of a struct column ``s`` expands its fields: ``s`` is used.
-            names.update(str(item.get(Key.RELATION_NAME) or "").lower().split("."))
+            relation = str(item.get(Key.RELATION_NAME) or "").lower()
+            names.update([relation, *relation.split(".")])
         elif cls == Class.POSITIONAL_REFERENCE or item.get(Key.REF_TYPE) == "NATURAL":
             every.update(range(len(refs)))
         names.update(str(c).lower() for c in item.get(Key.USING_COLUMNS) or [])
