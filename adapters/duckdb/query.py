@@ -141,7 +141,8 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
     The filtered, smaller side of an equi-join or an uncorrelated ``IN (SELECT ...)`` is evaluated
     first, on ``con``, and its keys prune the registered side (``adapters.duckdb.dynamic``). A
     reference the index cannot narrow (every file kept, or only hive partitions DuckDB prunes
-    itself) reads the registered view, as DuckDB alone would.
+    itself) reads the registered view, as DuckDB alone would; but a merge-on-read table's reads a
+    stream of only the columns the query uses, as every reference to one does.
     An index statement (``CREATE INDEX``, ``DROP INDEX``, ``SHOW INDEXES``, ``REFRESH INDEX``, see
     ``index_store.secondary.statements``) on a registered table is planned to run on it.
     """
