@@ -10,7 +10,8 @@ its name, ignoring case, as DuckDB matches names. Every column is used when
 - a ``*`` or ``COLUMNS(...)`` may expand the reference: an unqualified one in a SELECT whose FROM
   reads it directly (or in no SELECT with a FROM), a qualified one naming its alias or table;
 - a column reference ends with its alias or table name (``SELECT t FROM t``: the row as a struct);
-- a positional reference (``#1``) or a NATURAL join is anywhere in the statement;
+- a positional reference (``#1``), a NATURAL join or a POSITIONAL join (which pairs rows by their
+  order in each stream: read as before, every column) is anywhere in the statement;
 - its visible columns are not known.
 
 ``USING (k)`` names ``k`` without a column reference, and ``s.*`` of a struct column ``s`` names
@@ -61,7 +62,7 @@ def used_columns(
             # ``s.*`` of a struct column ``s`` expands its fields: ``s`` is used.
             relation = str(item.get(Key.RELATION_NAME) or "").lower()
             names.update([relation, *relation.split(".")])
-        elif cls == Class.POSITIONAL_REFERENCE or item.get(Key.REF_TYPE) == "NATURAL":
+        elif cls == Class.POSITIONAL_REFERENCE or item.get(Key.REF_TYPE) in ("NATURAL", "POSITIONAL"):
             every.update(range(len(refs)))
         names.update(str(c).lower() for c in item.get(Key.USING_COLUMNS) or [])
         stack.extend((value, select) for value in item.values())

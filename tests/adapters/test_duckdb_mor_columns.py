@@ -199,6 +199,7 @@ PARSED = [
     ("SELECT list_transform([1], v -> v + q) FROM t", [("q",)]),  # inside a lambda
     ("SELECT * FROM (SELECT id FROM t) AS x JOIN (SELECT q FROM t) AS y ON true", [("id", "q"), ("id", "q")]),
     ("SELECT to_json(x) FROM t AS x", [None]),
+    ("SELECT x.id, y.q FROM t AS x POSITIONAL JOIN t AS y", [None, None]),
 ]
 
 
