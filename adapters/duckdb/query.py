@@ -341,7 +341,13 @@ def dynamic_pruning(state: _State) -> QueryPlan | None:
         state.derived = {}
         return None
     state.derived = _derive(
-        state.con, state.refs, state.read, state.translated, state.found.cte_names, state.planner
+        state.con,
+        state.refs,
+        state.read,
+        state.translated,
+        state.columns,
+        state.found.cte_names,
+        state.planner,
     )
     return None
 
@@ -420,10 +426,10 @@ PASSES: tuple[Callable[[_State], QueryPlan | None], ...] = (
     splice_check,
     answerable,
     translation,
+    column_use,
     dynamic_pruning,
     row_selection,
     count_answer,
-    column_use,
     glob_or_splice,
     output_names,
 )
@@ -465,6 +471,7 @@ def _derive(
     refs: Sequence[TableRef],
     read: Sequence[Registration],
     translated: Sequence[Translated],
+    columns: Sequence[tuple[str, ...] | None],
     cte_names: set[str],
     planner: Planner,
 ) -> dict[int, tuple[list[Derived], list[Refusal]]]:
@@ -492,9 +499,9 @@ def _derive(
         result = None if k is None else translated[k].result
         if k is None or result is None or not result.index_used or result.kept >= result.total:
             return ""  # the registered view, every file
-        return kept_read(
-            read[k], TablePlan(read[k].name, other.alias, result.kept, result.total, (), (), result)
-        )
+        table = TablePlan(read[k].name, other.alias, result.kept, result.total, (), (), result)
+        # Its keys query names only columns of the statement: those the reference uses.
+        return kept_read(read[k], _projected(table, read[k], columns[k]))
 
     def relation(text: str) -> duckdb.DuckDBPyRelation:
         return _plan(con, text, None, dynamic=False).relation()

@@ -214,3 +214,24 @@ def test_used_columns_of_parsed_statements(query: str, reads: list[tuple[str, ..
     found = find_references(statement, lambda node: ("t", columns) if node.get("table_name") == "t" else None)
     refs = sorted(found.references, key=lambda ref: ref.span[0])
     assert used_columns(statement, refs, [list(columns)] * len(refs)) == reads
+
+
+def test_dynamic_pruning_reads_the_other_side_with_the_columns_used(written: dict[str, Path]) -> None:
+    """The keys of ``u``'s filtered side, which prune ``t``, are read from a stream of the columns
+    the query uses of ``u`` (the same stream the query then reads): no stream of every column."""
+    ours, oracle = _connections(written)
+    query = "SELECT a.name FROM t AS a JOIN u AS b ON a.id = b.id WHERE b.id < 12"
+    plan = duck.plan(ours, query)
+    assert "dynamic" in str(plan), str(plan)
+    hidden = "__hudi_index_mor_u_"
+    streams = [
+        str(name)
+        for (name,) in ours.sql(
+            "SELECT view_name FROM duckdb_views() WHERE starts_with(view_name, ?)", params=[hidden]
+        ).fetchall()
+        if "_kept_" in str(name) or "_live_" in str(name)
+    ]
+    assert streams
+    for name in streams:
+        assert [str(r[0]) for r in ours.sql(f'DESCRIBE "{name}"').fetchall()] == ["id", "name"]
+    assert_same_rows(plan.relation().to_arrow_table(), oracle.sql(query).to_arrow_table())
