@@ -1,0 +1,66 @@
+"""``HudiMetadataSource``: Hudi's ``column_stats`` partition as an index source for file pruning.
+
+It answers over whatever files it is asked about (the project's own index's live files when one
+is built, else the table's live listing), each file's statistics found by its path. Where another
+source already knows a column's bounds, both are bounds of the same values, so the answer is
+their intersection (greatest min, least max): each alone keeps every file that may match, so
+does the intersection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_expr import ColumnStats, FileStats
+from index_store.hudi_source.view import SOURCE_NAME, aligned_stats
+from index_store.sources.base import SourceQuery
+
+__all__ = ["HudiMetadataSource", "intersect_bounds"]
+
+
+@dataclass(frozen=True)
+class HudiMetadataSource:
+    """Per-file min, max and null counts from Hudi's metadata table (``column_stats``)."""
+
+    name: str = f"{SOURCE_NAME} (column_stats)"
+
+    def available(self, query: SourceQuery) -> bool:
+        return query.hudi is not None and bool(query.columns)
+
+    def answer(self, query: SourceQuery, stats: FileStats) -> FileStats:
+        assert query.hudi is not None
+        columns, notes = aligned_stats(query.hudi, stats.files, query.columns, stats.schema)
+        query.notes.extend(notes)
+        if columns:
+            query.notes.append(_answered(query))
+        merged = dict(stats.columns)
+        for name, found in columns.items():
+            mine = merged.get(name)
+            merged[name] = found if mine is None else intersect_bounds(mine, found)
+        return FileStats(stats.files, stats.row_count, merged, stats.schema)
+
+
+def _answered(query: SourceQuery) -> str:
+    assert query.hudi is not None and query.hudi.mdt is not None
+    instants = query.hudi.mdt.layout.timeline.completed
+    latest = max((t for t, i in instants.items() if i.action == "deltacommit"), default="none")
+    return f"{SOURCE_NAME} answered: its column_stats partition (metadata table delta commit {latest})"
+
+
+def intersect_bounds(mine: ColumnStats, other: ColumnStats) -> ColumnStats:
+    """Bounds two sources hold of the same files' values, intersected (unknown on one side: the
+    other's); a null count either knows. Membership structures stay ``mine``'s."""
+    lo, hi = _pick(mine.min, other.min, pc.max_element_wise), _pick(mine.max, other.max, pc.min_element_wise)
+    nulls = pc.coalesce(mine.null_count, other.null_count.cast(mine.null_count.type))
+    return ColumnStats(lo, hi, nulls, mine.nan_count, mine.bloom, mine.membership)
+
+
+def _pick(a: pa.Array, b: pa.Array, combine: object) -> pa.Array:
+    b = b.cast(a.type) if b.type != a.type else b
+    try:
+        return combine(a, b, skip_nulls=True)  # type: ignore[operator]
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return pc.coalesce(a, b)  # types without an order kernel (booleans): one side's bound
