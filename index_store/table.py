@@ -291,9 +291,18 @@ class IndexedTable:
     def _built(self) -> bool:
         return self.snapshot().version > 0
 
-    def _hudi_only(self) -> bool:
-        """Whether Hudi's metadata table alone answers: asked for, or no index of our own yet."""
-        return self.hudi is not None and (self.source == "hudi" or not self._built())
+    def _hudi_only(self, partition: str = "column_stats") -> bool:
+        """Whether Hudi's metadata table alone answers a question ``partition`` answers: asked
+        for, or (``auto``) no index of our own yet and a metadata table that declares the
+        partition (built or being built: a partition being built keeps every file, with a note)."""
+        if self.hudi is None:
+            return False
+        if self.source == "hudi":
+            return True
+        if self._built():
+            return False
+        state = self.hudi.state()
+        return state.mdt is None or partition in state.available or partition in state.inflight
 
     def _forget(self) -> None:
         """Drop the loaded version (the index folder was moved aside)."""
@@ -575,7 +584,7 @@ class IndexedTable:
         otherwise be reported as an insert. Null and empty keys raise ``RecordKeyError``: Hudi's
         key generators refuse both (``HoodieKeyException``), so no table holds one.
         """
-        if self._hudi_only():
+        if self._hudi_only("record_index"):
             return self._tag_from_metadata(keys, partitions, on_duplicate)
         loaded = self._load().require_built(self.root)
         spec, method = tag_method(loaded.snap.config, self.root, using)
@@ -781,14 +790,14 @@ class IndexedTable:
         rows are its kept file slices merged by hudi-rs (``index_store.merged``); ``query_type=
         "read_optimized"`` reads its base files only (the same rows for other tables)."""
         query_type_of(query_type)
-        if needs_merge(self.reader):  # merge-on-read (issue 23): merged slices, not file rows
+        if needs_merge(self.reader) or self._hudi_only():  # merged slices (issue 23), or no own index
             return merged_rows.read_rows(self, expr, columns, query_type)
         return self.secondary.read(expr, columns, rules)
 
     def count(self, expr: Expression, query_type: QueryType = "snapshot") -> int:
         """Rows where ``expr`` is TRUE (``SecondaryIndexes.count``; merge-on-read: see ``read``)."""
         query_type_of(query_type)
-        if needs_merge(self.reader):  # merge-on-read (issue 23)
+        if needs_merge(self.reader) or self._hudi_only():  # merge-on-read (issue 23), or no own index
             return merged_rows.count_rows(self, expr, query_type)
         return self.secondary.count(expr)
 
@@ -796,6 +805,6 @@ class IndexedTable:
         """Is there a row where ``expr`` is TRUE? (``SecondaryIndexes.exists``; merge-on-read: see
         ``read``)."""
         query_type_of(query_type)
-        if needs_merge(self.reader):  # merge-on-read (issue 23)
+        if needs_merge(self.reader) or self._hudi_only():  # merge-on-read (issue 23), or no own index
             return merged_rows.exists_row(self, expr, query_type)
         return self.secondary.exists(expr)

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from hudi_expr import Expression, FileStats, explain, might_match
 from hudi_expr.explain import Explanation
 from hudi_expr.inclusive import prepare
-from index_store.hudi_source.source import HudiMetadataSource
+from index_store.hudi_source.source import HudiMetadataSource, answered_note
 from index_store.hudi_source.view import MetadataState, aligned_stats
 from index_store.keys import slice_keys
 from index_store.slices import PrunedSlice, SliceGroups, slices_of
@@ -66,14 +66,13 @@ def prune_listing(
     paths = listing.paths
     n = len(paths)
     bound = prepare(predicate, FileStats([], [], {}, schema))
-    rows = pa.nulls(n, pa.int64())  # row counts unknown: no file is taken for empty
-    base = FileStats(paths, rows, {}, schema)
-    columns, notes = aligned_stats(state, paths, bound.references(), schema)
-    source = HudiMetadataSource()
-    stats = FileStats(paths, rows, columns, schema)
-    if columns:
-        notes.append(f"{source.name.split(' (')[0]} answered: its column_stats partition (no index built)")
-    sourced = SourcedStats(stats, base, ((source.name, stats),) if columns else (), tuple(notes))
+    found = aligned_stats(state, paths, bound.references(), schema)
+    # Before any source answers nothing is known, not even row counts (they come with the stats).
+    base = FileStats(paths, pa.nulls(n, pa.int64()), {}, schema)
+    stats = FileStats(paths, found.row_count, found.columns, schema)
+    notes = [*found.notes, *([answered_note(state)] if found.columns else [])]
+    name = HudiMetadataSource().name
+    sourced = SourcedStats(stats, base, ((name, stats),) if found.columns else (), tuple(notes))
     kept = np.asarray(might_match(bound, stats).to_numpy(zero_copy_only=False), dtype=bool)
     whole = not reads_whole_files(reader)
     groups: SliceGroups | None = None

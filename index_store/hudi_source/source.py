@@ -15,10 +15,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_expr import ColumnStats, FileStats
-from index_store.hudi_source.view import SOURCE_NAME, aligned_stats
+from index_store.hudi_source.view import SOURCE_NAME, MetadataState, aligned_stats
 from index_store.sources.base import SourceQuery
 
-__all__ = ["HudiMetadataSource", "intersect_bounds"]
+__all__ = ["HudiMetadataSource", "answered_note", "intersect_bounds"]
 
 
 @dataclass(frozen=True)
@@ -32,20 +32,28 @@ class HudiMetadataSource:
 
     def answer(self, query: SourceQuery, stats: FileStats) -> FileStats:
         assert query.hudi is not None
-        columns, notes = aligned_stats(query.hudi, stats.files, query.columns, stats.schema)
-        query.notes.extend(notes)
+        found = aligned_stats(query.hudi, stats.files, query.columns, stats.schema)
+        columns = found.columns
+        query.notes.extend(found.notes)
         if columns:
             query.notes.append(_answered(query))
         merged = dict(stats.columns)
-        for name, found in columns.items():
+        for name, theirs in columns.items():
             mine = merged.get(name)
-            merged[name] = found if mine is None else intersect_bounds(mine, found)
-        return FileStats(stats.files, stats.row_count, merged, stats.schema)
+            merged[name] = theirs if mine is None else intersect_bounds(mine, theirs)
+        rows = pc.coalesce(stats.row_count, found.row_count)  # the own index's where it has them
+        return FileStats(stats.files, rows, merged, stats.schema)
 
 
 def _answered(query: SourceQuery) -> str:
-    assert query.hudi is not None and query.hudi.mdt is not None
-    instants = query.hudi.mdt.layout.timeline.completed
+    assert query.hudi is not None
+    return answered_note(query.hudi)
+
+
+def answered_note(state: MetadataState) -> str:
+    """The note naming the metadata table and the partition that answered, at which instant."""
+    assert state.mdt is not None
+    instants = state.mdt.layout.timeline.completed
     latest = max((t for t, i in instants.items() if i.action == "deltacommit"), default="none")
     return f"{SOURCE_NAME} answered: its column_stats partition (metadata table delta commit {latest})"
 

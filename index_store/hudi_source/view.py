@@ -20,12 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_expr import ColumnStats
+from hudi_expr.stats import leaf_columns
 from index_store.errors import IndexSourceError, MetadataTableError
 from index_store.hudi_metadata.table import HudiMetadataTable
 from index_store.tables.base import TableReader
 from index_store.tables.hudi import HudiTable
 
-__all__ = ["SOURCE_NAME", "HudiMetadataView", "IndexSourceChoice", "MetadataState", "metadata_view"]
+__all__ = ["SOURCE_NAME", "AlignedStats", "HudiMetadataView", "IndexSourceChoice", "MetadataState", "metadata_view"]
 
 IndexSourceChoice = Literal["auto", "own", "hudi"]
 """Which index answers: ``auto`` both where present (answers intersected), ``own`` this project's
@@ -156,18 +157,34 @@ def metadata_view(reader: TableReader) -> HudiMetadataView | None:
     return HudiMetadataView(reader)
 
 
+@dataclass(frozen=True)
+class AlignedStats:
+    """What ``column_stats`` holds of some files, aligned to them: per column its statistics
+    (unknown where it has none), each file's row count (null: unknown), and what it could not
+    cover, for ``explain``."""
+
+    columns: dict[str, ColumnStats]
+    row_count: pa.Array
+    notes: list[str]
+
+
+# Hudi's record key column: one non-null value per row, so its value count is the row count.
+_ROW_COUNTER = "_hoodie_record_key"
+
+
 def aligned_stats(
     state: MetadataState, paths: pa.StringArray, columns: Sequence[str], schema: pa.Schema
-) -> tuple[dict[str, ColumnStats], list[str]]:
+) -> AlignedStats:
     """Per column of ``columns``, the statistics ``column_stats`` holds of each of ``paths``
-    (table-relative), aligned to them; unknown (null) for files it has none of. And the notes
-    saying what it could not cover."""
+    (table-relative), aligned to them; unknown (null) for files it has none of."""
+    unknown_rows = pa.nulls(len(paths), pa.int64())
     note = state.unusable_note("column_stats")
     if note is not None:
-        return {}, [note]
+        return AlignedStats({}, unknown_rows, [note])
     table = state.stats_table(schema)
     if table is None:
-        return {}, [f"{SOURCE_NAME} not used: its column_stats partition does not read ({state.stats_error})"]
+        note = f"{SOURCE_NAME} not used: its column_stats partition does not read ({state.stats_error})"
+        return AlignedStats({}, unknown_rows, [note])
     notes = []
     if not state.in_step:
         # A base file's name carries its write: its statistics stay true. A log file's may not.
@@ -180,15 +197,18 @@ def aligned_stats(
     uncovered = int(where.null_count)
     if uncovered:
         notes.append(f"{SOURCE_NAME}: {uncovered} of {len(paths)} files have no column_stats entry (kept)")
+    rows = unknown_rows
+    if _ROW_COUNTER in table.column_names:
+        rows = _fields(table[_ROW_COUNTER].combine_chunks().take(where))["value_count"]
     out: dict[str, ColumnStats] = {}
     lacking = []
-    types = {f.name: f.type for f in schema}
+    types = leaf_columns(schema)
     for name in columns:
         if name not in table.column_names:
             lacking.append(name)
             continue
-        struct = table[name].combine_chunks().take(where)
-        lo, hi = struct.field("min"), struct.field("max")
+        found = _fields(table[name].combine_chunks().take(where))
+        lo, hi = found["min"], found["max"]
         wanted = types.get(name)
         if wanted is not None and lo.type != wanted:
             try:
@@ -196,7 +216,12 @@ def aligned_stats(
             except pa.ArrowException:
                 lacking.append(name)
                 continue
-        out[name] = ColumnStats(lo, hi, struct.field("null_count"), pa.nulls(len(paths), pa.int64()))
+        out[name] = ColumnStats(lo, hi, found["null_count"], pa.nulls(len(paths), pa.int64()))
     if lacking:
         notes.append(f"{SOURCE_NAME} has no statistics of {', '.join(lacking)} (not pruned on)")
-    return out, notes
+    return AlignedStats(out, rows, notes)
+
+
+def _fields(struct: pa.StructArray) -> dict[str, pa.Array]:
+    """A struct's fields, null where the struct is (a file whose statistics were deleted)."""
+    return {f.name: arr for f, arr in zip(struct.type, struct.flatten(), strict=True)}
