@@ -89,4 +89,6 @@ def tag_from_record_index(
         pairs_by_source={RECORD_INDEX_SOURCE: int(key_idx.size)},
         locations="one",
     )
-    return result_table(reader.root, keys, partitions, rows, locations, {TAG_STATS_KEY: stats.to_json().encode()})
+    return result_table(
+        reader.root, keys, partitions, rows, locations, {TAG_STATS_KEY: stats.to_json().encode()}
+    )

@@ -26,7 +26,14 @@ from index_store.hudi_metadata.table import HudiMetadataTable
 from index_store.tables.base import TableReader
 from index_store.tables.hudi import HudiTable
 
-__all__ = ["SOURCE_NAME", "AlignedStats", "HudiMetadataView", "IndexSourceChoice", "MetadataState", "metadata_view"]
+__all__ = [
+    "SOURCE_NAME",
+    "AlignedStats",
+    "HudiMetadataView",
+    "IndexSourceChoice",
+    "MetadataState",
+    "metadata_view",
+]
 
 IndexSourceChoice = Literal["auto", "own", "hudi"]
 """Which index answers: ``auto`` both where present (answers intersected), ``own`` this project's

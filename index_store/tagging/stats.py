@@ -40,7 +40,7 @@ class TagStats:
     pairs_by_source: dict[str, int] = field(default_factory=dict)
     # "every": each live file holding a key is named (key ranges and blooms, this project's record
     # index); "one": the location Hudi's record index holds (one per key, as Hudi tags with it).
-    locations: Literal["every", "one"] = "every"
+    locations: str = "every"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

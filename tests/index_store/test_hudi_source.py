@@ -55,7 +55,11 @@ PREDICATES: list[tuple[Expression, str, list[object]]] = [
     (col("merchant_name").is_null(), "merchant_name IS NULL", []),
     (col("txn_id").isin(["TXN-003", "TXN-012"]), "txn_id IN (?, ?)", ["TXN-003", "TXN-012"]),
     (col("txn_ts") >= 1700500000000, "txn_ts >= ?", [1700500000000]),
-    ((col("currency") == "EUR") & (col("fee_amount") > Decimal("0")), "currency = ? AND fee_amount > ?", ["EUR", 0]),
+    (
+        (col("currency") == "EUR") & (col("fee_amount") > Decimal("0")),
+        "currency = ? AND fee_amount > ?",
+        ["EUR", 0],
+    ),
     (~(col("is_international") == True), "NOT (is_international = TRUE)", []),  # noqa: E712
 ]
 
