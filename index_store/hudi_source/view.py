@@ -92,7 +92,8 @@ class MetadataState:
             assert self.mdt is not None
             try:
                 table = self.mdt.column_stats(schema=schema)
-            except MetadataTableError as exc:
+            except (MetadataTableError, ValueError, TypeError, pa.ArrowException) as exc:
+                # Unreadable, or bounds that do not convert to the columns' types: not used.
                 self._stats_error.append(str(exc))
                 return None
             names = table["file_name"].combine_chunks()
@@ -223,10 +224,38 @@ def aligned_stats(
             except pa.ArrowException:
                 lacking.append(name)
                 continue
+        lo, hi = _comparable(lo, hi)
         out[name] = ColumnStats(lo, hi, found["null_count"], pa.nulls(len(paths), pa.int64()))
     if lacking:
         notes.append(f"{SOURCE_NAME} has no statistics of {', '.join(lacking)} (not pruned on)")
     return AlignedStats(out, rows, notes)
+
+
+# Characters whose order differs between Java's UTF-16 compareTo (how Hudi orders the values of a
+# log file's statistics) and UTF-8 bytes (how bounds are compared here): U+E000 and above.
+_ORDER_DIFFERS = "[\ue000-\U0010ffff]"
+
+
+def _comparable(lo: pa.Array, hi: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Bounds usable in this project's order: binary bounds unknown (Hudi orders a log file's
+    bytes as Java's signed ``ByteBuffer.compareTo`` does), string bounds unknown where either holds
+    a character whose UTF-16 and UTF-8 orders differ."""
+    if (
+        pa.types.is_binary(lo.type)
+        or pa.types.is_large_binary(lo.type)
+        or pa.types.is_fixed_size_binary(lo.type)
+    ):
+        return pa.nulls(len(lo), lo.type), pa.nulls(len(hi), hi.type)
+    if pa.types.is_string(lo.type) or pa.types.is_large_string(lo.type):
+        odd = pc.or_(
+            pc.fill_null(pc.match_substring_regex(lo, _ORDER_DIFFERS), False),
+            pc.fill_null(pc.match_substring_regex(hi, _ORDER_DIFFERS), False),
+        )
+        if pc.any(odd).as_py():
+            return pc.if_else(odd, pa.scalar(None, lo.type), lo), pc.if_else(
+                odd, pa.scalar(None, hi.type), hi
+            )
+    return lo, hi
 
 
 def _fields(struct: pa.StructArray) -> dict[str, pa.Array]:

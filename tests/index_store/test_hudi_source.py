@@ -297,3 +297,27 @@ def test_a_record_index_entry_in_a_replaced_file_group_is_never_an_insert(
     with pytest.raises(MetadataTableError, match="no live slice"):
         table.tag(["TXN-GONE"])
     assert table.tag(keys)["file"].null_count == 0  # the other keys still answer
+
+
+def test_tag_within_partitions_from_the_record_index(copy_table: Callable[[str], Path]) -> None:
+    root = copy_table("v9_txns_simple_meta")
+    table = open_table(root)
+    found = table.tag(["TXN-001"])
+    home = found["partition"][0].as_py()
+    assert home == "region=us"
+    within = table.tag(["TXN-001", "TXN-001", "TXN-404"], partitions=["us", "eu", "us"]).to_pylist()
+    assert [r["partition"] for r in within] == ["region=us", "region=eu", "region=us"]
+    assert within[0]["file"] == found["file"][0].as_py()
+    assert within[1]["file"] is None and within[2]["file"] is None  # not in that partition: new there
+
+
+def test_bounds_hudi_orders_otherwise_are_unknown() -> None:
+    from index_store.hudi_source.view import _comparable
+
+    lo = pa.array(["a", "\ue001x", None, "b"])
+    hi = pa.array(["b", "z", "c", "\U0001f600"])
+    got_lo, got_hi = _comparable(lo, hi)
+    assert got_lo.to_pylist() == ["a", None, None, None]
+    assert got_hi.to_pylist() == ["b", None, "c", None]
+    blo, bhi = _comparable(pa.array([b"\x01"]), pa.array([b"\xff"]))  # Java orders bytes signed
+    assert blo.null_count == bhi.null_count == 1
