@@ -15,8 +15,9 @@ import pyarrow.parquet as pq
 from hudi_expr import Expression, FileStats, explain, might_match
 from hudi_expr.explain import Explanation
 from hudi_expr.inclusive import prepare
-from index_store.hudi_source.source import HudiMetadataSource, answered_note
-from index_store.hudi_source.view import MetadataState, aligned_stats
+from index_store.hudi_source.secondary import secondary_memberships
+from index_store.hudi_source.source import HudiMetadataSource, HudiSecondaryIndexSource, answered_note
+from index_store.hudi_source.view import SOURCE_NAME, MetadataState, aligned_stats
 from index_store.keys import slice_keys
 from index_store.slices import PrunedSlice, SliceGroups, slices_of
 from index_store.sources.files import SourcedStats
@@ -71,8 +72,14 @@ def prune_listing(
     base = FileStats(paths, pa.nulls(n, pa.int64()), {}, schema)
     stats = FileStats(paths, found.row_count, found.columns, schema)
     notes = [*found.notes, *([answered_note(state)] if found.columns else [])]
-    name = HudiMetadataSource().name
-    sourced = SourcedStats(stats, base, ((name, stats),) if found.columns else (), tuple(notes))
+    steps = [(HudiMetadataSource().name, stats)] if found.columns else []
+    members = secondary_memberships(state, reader, paths, tuple(bound.references()), schema)
+    for column, membership in members.items():
+        stats = stats.with_membership(column, membership)
+    if members:
+        steps.append((HudiSecondaryIndexSource().name, stats))
+        notes.append(f"{SOURCE_NAME} answered: secondary indexes of {', '.join(members)} (= and IN)")
+    sourced = SourcedStats(stats, base, tuple(steps), tuple(notes))
     kept = np.asarray(might_match(bound, stats).to_numpy(zero_copy_only=False), dtype=bool)
     whole = not reads_whole_files(reader)
     groups: SliceGroups | None = None

@@ -15,10 +15,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_expr import ColumnStats, FileStats
+from index_store.hudi_source.secondary import secondary_memberships
 from index_store.hudi_source.view import SOURCE_NAME, MetadataState, aligned_stats
 from index_store.sources.base import SourceQuery
 
-__all__ = ["HudiMetadataSource", "answered_note", "intersect_bounds"]
+__all__ = ["HudiMetadataSource", "HudiSecondaryIndexSource", "answered_note", "intersect_bounds"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,25 @@ class HudiMetadataSource:
             merged[name] = theirs if mine is None else intersect_bounds(mine, theirs)
         rows = pc.coalesce(stats.row_count, found.row_count)  # the own index's where it has them
         return FileStats(stats.files, rows, merged, stats.schema)
+
+
+@dataclass(frozen=True)
+class HudiSecondaryIndexSource:
+    """Hudi's secondary indexes with its record index: = and IN on an indexed string column rule
+    out the file groups holding none of the values (``hudi_source.secondary``)."""
+
+    name: str = f"{SOURCE_NAME} (secondary_index)"
+
+    def available(self, query: SourceQuery) -> bool:
+        return query.hudi is not None and query.with_blooms and bool(query.columns)
+
+    def answer(self, query: SourceQuery, stats: FileStats) -> FileStats:
+        assert query.hudi is not None
+        reader = query.secondary.reader
+        found = secondary_memberships(query.hudi, reader, stats.files, query.columns, stats.schema)
+        for column, membership in found.items():
+            stats = stats.with_membership(column, membership)
+        return stats
 
 
 def _answered(query: SourceQuery) -> str:

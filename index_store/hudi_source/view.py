@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from hudi_expr import ColumnStats
 from hudi_expr.stats import leaf_columns
 from index_store.errors import IndexSourceError, MetadataTableError
-from index_store.hudi_metadata.table import HudiMetadataTable
+from index_store.hudi_metadata.table import HudiIndexDefinition, HudiMetadataTable
 from index_store.tables.base import TableReader
 from index_store.tables.hudi import HudiTable
 
@@ -62,6 +62,8 @@ class MetadataState:
     inflight: tuple[str, ...] = ()
     _stats: dict[str, pa.Table] = field(default_factory=dict)  # per schema (its string form)
     _stats_error: list[str] = field(default_factory=list)
+    _secondary: dict[str, pa.Table] = field(default_factory=dict)  # per partition
+    _definitions: dict[str, HudiIndexDefinition] | None = None
 
     @property
     def usable(self) -> bool:
@@ -102,6 +104,22 @@ class MetadataState:
             path = pc.if_else(pc.equal(parts, ""), names, joined)
             self._stats[key] = table.append_column("path", path)
         return self._stats.get(key)
+
+    def secondary(self, partition: str) -> pa.Table:
+        """Secondary index ``partition`` decoded (once per metadata table state)."""
+        assert self.mdt is not None
+        if partition not in self._secondary:
+            self._secondary[partition] = self.mdt.secondary_index(partition)
+        return self._secondary[partition]
+
+    def definitions(self) -> dict[str, HudiIndexDefinition]:
+        """The indexes the data table declares (none when their file does not read)."""
+        if self._definitions is None:
+            try:
+                self._definitions = self.mdt.index_definitions() if self.mdt is not None else {}
+            except MetadataTableError:
+                self._definitions = {}
+        return self._definitions
 
     @property
     def stats_error(self) -> str | None:
