@@ -29,7 +29,13 @@ from index_store.config import IndexConfig
 from index_store.errors import IndexCorruptError, IndexSourceError, IndexStaleError, RecordKeyError
 from index_store.hudi_source.prune import prune_listing, table_schema
 from index_store.hudi_source.tag import tag_from_record_index
-from index_store.hudi_source.view import IndexSourceChoice, check_choice, metadata_view
+from index_store.hudi_source.view import (
+    HudiIndexStatus,
+    IndexSourceChoice,
+    check_choice,
+    index_statuses,
+    metadata_view,
+)
 from index_store.keys import slice_keys
 from index_store.loaded import Candidates, LoadedVersion, OnDisk
 from index_store.loaded import compare_with_disk as _compare_with_disk
@@ -754,6 +760,14 @@ class IndexedTable:
     def indexes(self) -> list[IndexStatus]:
         """Every secondary index definition and how far it is built."""
         return self.secondary.indexes()
+
+    def hudi_indexes(self) -> list[HudiIndexStatus]:
+        """The indexes Hudi keeps in the table's metadata table (its partitions and declared
+        indexes), each with whether it is built and what it answers here; empty without one or
+        with ``source="own"``."""
+        if self.hudi is None:
+            return []
+        return index_statuses(self.hudi.state(), table_schema(self.reader, _tables.listing(self.reader)))
 
     def build_index(
         self,

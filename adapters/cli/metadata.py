@@ -15,9 +15,6 @@ from index_store.hudi_metadata import HudiMetadataTable
 
 __all__ = ["PARTITION_READERS", "cmd_metadata", "metadata_lines", "metadata_summary"]
 
-# What each metadata partition answers here (``index_store.hudi_source``).
-_USED_FOR = {"column_stats": "prune", "record_index": "tag"}
-
 
 def _read(mdt: HudiMetadataTable, partition: str) -> pa.Table:
     readers = {
@@ -101,7 +98,7 @@ def metadata_summary(table: IndexedTable) -> dict[str, Any] | None:
         "reason": state.reason,
         "partitions": list(state.available),
         "inflight": list(state.inflight),
-        "used": {p: q for p, q in _USED_FOR.items() if state.has(p) and state.mdt is not None},
+        "used": {s.name: s.used_for for s in table.hudi_indexes() if s.used_for},
     }
 
 

@@ -126,6 +126,52 @@ class MetadataState:
         return self._stats_error[0] if self._stats_error else None
 
 
+@dataclass(frozen=True)
+class HudiIndexStatus:
+    """One index Hudi keeps in its metadata table, and whether it answers here now."""
+
+    name: str  # its metadata partition (``secondary_index_merchant_idx``)
+    index_type: str  # ``column_stats``, ``record_index``, ``secondary_index``, ...
+    columns: tuple[str, ...]
+    state: str  # "available" (built), "building" (inflight), "declared" (defined, not built)
+    used_for: str  # what it answers here: "prune", "tag", "prune (= and IN)", or ""
+
+
+def index_statuses(state: MetadataState, schema: pa.Schema) -> list[HudiIndexStatus]:
+    """Every index Hudi declares or has a partition of, with its state and what it answers
+    (a secondary index answers for a string column of ``schema`` only)."""
+    defs = state.definitions()
+    names = list(dict.fromkeys([*state.available, *state.inflight, *defs]))
+    out = []
+    for name in names:
+        d = defs.get(name)
+        kind = d.index_type if d is not None else name.rstrip("_0123456789")
+        if name.startswith("secondary_index_"):
+            kind = "secondary_index"
+        built = (
+            "building" if name in state.inflight else "available" if name in state.available else "declared"
+        )
+        used = {"column_stats": "prune", "record_index": "tag", "secondary_index": "prune (= and IN)"}
+        if kind == "secondary_index" and not (
+            state.has("record_index")  # the secondary keys' record keys are placed through it
+            and d is not None
+            and len(d.columns) == 1
+            and d.columns[0] in schema.names
+            and pa.types.is_string(schema.field(d.columns[0]).type)
+        ):
+            used.pop(kind)  # only string columns' secondary keys are compared here
+        out.append(
+            HudiIndexStatus(
+                name,
+                kind,
+                d.columns if d is not None else (),
+                built,
+                used.get(kind, "") if built == "available" and state.mdt is not None else "",
+            )
+        )
+    return out
+
+
 class HudiMetadataView:
     """The metadata table of the Hudi table ``reader``, opened anew when it or its data table moved."""
 

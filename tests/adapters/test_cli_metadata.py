@@ -21,11 +21,18 @@ def test_stats_name_the_partitions_and_those_used(
     code, out, _ = run(capsys, "stats", str(root))
     assert code == 0
     assert out.startswith("no index built\nHudi metadata table: in step; partitions column_stats, files,")
-    assert "  used: column_stats (prune), record_index (tag)\n" in out
+    assert (
+        "  used: column_stats (prune), record_index (tag), secondary_index_merchant_idx (prune (= and IN))\n"
+        in out
+    )
     run(capsys, "build", str(root))
     code, out, _ = run(capsys, "stats", str(root), "--json")
     summary = json.loads(out)["hudi_metadata"]
-    assert summary["used"] == {"column_stats": "prune", "record_index": "tag"}
+    assert summary["used"] == {
+        "column_stats": "prune",
+        "record_index": "tag",
+        "secondary_index_merchant_idx": "prune (= and IN)",
+    }
     assert "secondary_index_merchant_idx" in summary["partitions"]
     code, _, err = run(capsys, "stats", str(root), "--source", "own")
     assert code == 0 and not err

@@ -357,3 +357,17 @@ def test_a_metadata_table_behind_does_not_use_its_secondary_index(copy_table: Ca
     result = open_table(root).prune(col("merchant_name").isin(["IKEA", "Amazon"]))
     _check_sound(root, result.files, "merchant_name IN (?, ?)", ["IKEA", "Amazon"])
     assert "Hudi metadata table (secondary_index)" not in result.removed_by_source
+
+
+def test_hudi_indexes_lists_what_hudi_keeps_and_what_answers(copy_table: Callable[[str], Path]) -> None:
+    root = copy_table("v9_txns_simple_meta")
+    statuses = {s.name: s for s in open_table(root).hudi_indexes()}
+    assert statuses["secondary_index_merchant_idx"].columns == ("merchant_name",)
+    assert statuses["secondary_index_merchant_idx"].used_for == "prune (= and IN)"
+    assert statuses["secondary_index_txn_date_idx"].used_for == ""  # a date's secondary key: not used
+    assert (statuses["column_stats"].used_for, statuses["record_index"].used_for) == ("prune", "tag")
+    _set_property(root, "hoodie.table.metadata.partitions.inflight", "record_index")
+    now = {s.name: s for s in open_table(root).hudi_indexes()}
+    assert (now["record_index"].state, now["record_index"].used_for) == ("building", "")
+    assert now["secondary_index_merchant_idx"].used_for == ""  # it needs the record index
+    assert open_table(root, source="own").hudi_indexes() == []
