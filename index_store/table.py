@@ -585,6 +585,12 @@ class IndexedTable:
         in a partition) gets one row per file with ``on_duplicate="all"``, as Hudi's bloom index
         tags it (each copy is updated); ``"error"`` raises ``DuplicateKeyError`` instead.
 
+        On a Hudi table with a metadata table and no index built here (or ``source="hudi"``), keys
+        are located from Hudi's ``record_index`` by point lookups (``index_store.hudi_source.tag``):
+        the one location the record index holds per key, as Hudi's record-index tagging uses it
+        (``tag_stats(result).locations == "one"``); a metadata table behind the data table, or a
+        ``record_index`` partition still being built, raises rather than report a key as new.
+
         The index must be current: files added or rewritten since the last sync raise
         ``IndexStaleError`` (``sync=True`` syncs first), since a key in an unindexed file would
         otherwise be reported as an insert. Null and empty keys raise ``RecordKeyError``: Hudi's
