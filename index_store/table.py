@@ -370,6 +370,11 @@ class IndexedTable:
         file instead of raising ``IndexCorruptError`` when the index cannot be read. A merge-on-read
         table's files are pruned each on its own statistics, then every file of a slice is kept
         when one is (``index_store.slices``); ``file_slices`` groups the kept files by slice.
+
+        A Hudi table with a metadata table is pruned with its ``column_stats`` (and secondary
+        indexes) too, or with them alone while no index is built here or with ``source="hudi"``
+        (``index_store.hudi_source``): over the table's live listing, files it has no statistics
+        of kept, ``explain()`` naming "Hudi metadata table" and its partition.
         """
         if isinstance(expr, str):
             raise TypeError(
