@@ -86,3 +86,17 @@ def test_metadata_prints_a_partition_filtered(
     assert code == 2 and "not a metadata partition" in err
     code, _, err = run(capsys, "metadata", str(root), "--partition", "bloom_filters")
     assert code == 1 and "bloom_filters" in err  # the table has none: a one-line error
+
+
+def test_tag_without_build_uses_hudis_record_index(
+    copy_table: Callable[[str], Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    root = copy_table("v9_txns_complex_meta")
+    keys = tmp_path / "keys.csv"
+    keys.write_text("txn_id,account_id\nTXN-001,ACC-A\nTXN-9,ACC-Z\n")
+    code, out, _ = run(capsys, "tag", str(root), "--keys", str(keys))
+    assert code == 0
+    assert out.startswith("1 update, 1 insert (2 keys from the key fields txn_id, account_id)\n")
+    assert "with Hudi's record index (its metadata table; one location per key)" in out
+    code, out, _ = run(capsys, "tag", str(root), "--keys", str(keys), "--json")
+    assert json.loads(out)["locations"] == "one"
