@@ -177,7 +177,8 @@ class UnsupportedHFileError(HFileError):
 
 class IndexSourceError(IndexStoreError, ValueError):
     """The list of index sources (``index_store.sources``) cannot do what is asked: a name taken
-    twice, or no source left that answers a question (one of the built-in ones unregistered)."""
+    twice, no source left that answers a question (one of the built-in ones unregistered), or
+    ``source="hudi"`` on a table without a usable Hudi metadata table."""
 
 
 class MergedReaderMissingError(IndexStoreError, ImportError):

@@ -26,7 +26,16 @@ from hudi_expr.stats import leaf_columns
 from index_store import tables as _tables
 from index_store.builder import ComputeKeys, ComputeStats, compute_file_keys
 from index_store.config import IndexConfig
-from index_store.errors import IndexCorruptError, IndexStaleError, RecordKeyError
+from index_store.errors import IndexCorruptError, IndexSourceError, IndexStaleError, RecordKeyError
+from index_store.hudi_source.prune import prune_listing, table_schema
+from index_store.hudi_source.tag import tag_from_record_index
+from index_store.hudi_source.view import (
+    HudiIndexStatus,
+    IndexSourceChoice,
+    check_choice,
+    index_statuses,
+    metadata_view,
+)
 from index_store.keys import slice_keys
 from index_store.loaded import Candidates, LoadedVersion, OnDisk
 from index_store.loaded import compare_with_disk as _compare_with_disk
@@ -42,6 +51,7 @@ from index_store.slices import PrunedSlice, slices_of
 from index_store.sources import SourcedStats, SourceQuery, sourced_stats
 from index_store.tables.base import DataFile, TableReader
 from index_store.tables.rows import reads_whole_files, require_file_reads
+from index_store.tagging.partitions import PartitionLayout
 from index_store.tagging.tagger import OnDuplicate, check_on_duplicate, tag_method
 from index_store.tagging.wiring import key_array, partition_array, partition_layout, tag_loaded
 from index_store.timeline import IndexTimeline, Snapshot
@@ -55,6 +65,7 @@ def open_table(
     index_path: str | os.PathLike[str] | None = None,
     *,
     check_files: Literal["watch", "stat"] = "watch",
+    source: IndexSourceChoice = "auto",
 ) -> IndexedTable:
     """A plain parquet directory or Hudi table, with its index at ``index_path`` (default
     ``<table>/.hoodie/.index``, for tables one may write to). A merge-on-read Hudi table is
@@ -65,10 +76,17 @@ def open_table(
     rewritten since it last listed the table: ``"watch"`` by change notification where the file
     system allows, else a ``stat`` of every file; ``"stat"`` always by a ``stat`` of every file
     (``index_store.tables.plain``). A Hudi table is listed anew at every read.
+
+    ``source``: which index answers ``prune`` and ``tag``. ``"auto"``: Hudi's own metadata table
+    (``.hoodie/metadata``, ``index_store.hudi_source``) where the table has one, with no build,
+    and this project's index where one was built (file pruning intersects both answers; tagging
+    uses this project's index when built, since it names every copy of a duplicated key);
+    ``"own"``: this project's index only (``IndexNotBuiltError`` before a build); ``"hudi"``: the
+    metadata table only (``IndexSourceError`` when the table has none).
     """
     reader = _tables.open_reader(str(path), check_files=check_files)
     root = Path(index_path) if index_path is not None else Path(reader.root) / ".hoodie" / ".index"
-    return IndexedTable(reader, root)
+    return IndexedTable(reader, root, source=source)
 
 
 @dataclass(frozen=True)
@@ -86,6 +104,7 @@ class PruneResult:
     changed_files: list[str] = field(default_factory=list)  # size or mtime differ from the index: kept
     not_used: tuple[str, ...] = ()  # parts of a ``Translation`` that could not prune
     index_error: str | None = None  # why the index could not be used (every file was kept)
+    source_notes: tuple[str, ...] = ()  # which index sources answered, what they could not cover
     # Explaining re-evaluates each conjunct, so it is done only when someone asks.
     _explain: Callable[[], Explanation] | None = field(default=None, repr=False, compare=False)
     _cache: dict[str, Explanation] = field(default_factory=dict, repr=False, compare=False)
@@ -161,6 +180,7 @@ class PruneResult:
             )
         if self.note:
             lines.append(self.note)
+        lines += self.source_notes
         return lines
 
     def explain(self) -> str:
@@ -232,8 +252,16 @@ class IndexedTable:
     those parts are kept here as delegates.
     """
 
-    def __init__(self, reader: TableReader, index_root: Path) -> None:
+    def __init__(self, reader: TableReader, index_root: Path, *, source: IndexSourceChoice = "auto") -> None:
         self.reader = reader
+        self.source = check_choice(source)
+        # Hudi's metadata table, when it is to be asked (``index_store.hudi_source``).
+        self.hudi = metadata_view(reader) if self.source != "own" else None
+        if self.source == "hudi" and self.hudi is None:
+            raise IndexSourceError(
+                f"{reader.root} has no Hudi metadata table (.hoodie/metadata) to answer from: open it "
+                "with source='auto' or 'own' and build its own index (hudi-index build)"
+            )
         self.index_root = Path(index_root)
         self.timeline = IndexTimeline(self.index_root)
         self._loaded: LoadedVersion | None = None
@@ -266,6 +294,22 @@ class IndexedTable:
             self._loaded = loaded = LoadedVersion(self.index_root, snap)
         return loaded
 
+    def _built(self) -> bool:
+        return self.snapshot().version > 0
+
+    def _hudi_only(self, partition: str = "column_stats") -> bool:
+        """Whether Hudi's metadata table alone answers a question ``partition`` answers: asked
+        for, or (``auto``) no index of our own yet and a metadata table that declares the
+        partition (built or being built: a partition being built keeps every file, with a note)."""
+        if self.hudi is None:
+            return False
+        if self.source == "hudi":
+            return True
+        if self._built():
+            return False
+        state = self.hudi.state()
+        return state.mdt is None or partition in state.available or partition in state.inflight
+
     def _forget(self) -> None:
         """Drop the loaded version (the index folder was moved aside)."""
         self._loaded = None
@@ -278,11 +322,14 @@ class IndexedTable:
     def _sourced(self, columns: Iterable[str] | None, with_blooms: bool) -> SourcedStats:
         loaded = self._load()
         names = list(leaf_columns(loaded.snap.schema)) if columns is None else list(dict.fromkeys(columns))
+        hudi = self.hudi.state() if self.hudi is not None else None
         key = (tuple(names), with_blooms)
         made = loaded.stats_made.get(key)
-        if made is not None:
+        if made is not None and made.hudi is hudi:
             return made
-        made = sourced_stats(SourceQuery(loaded, self.index_root, tuple(names), with_blooms, self.secondary))
+        made = sourced_stats(
+            SourceQuery(loaded, self.index_root, tuple(names), with_blooms, self.secondary, hudi=hudi)
+        )
         if len(loaded.stats_made) >= 64:
             loaded.stats_made.pop(next(iter(loaded.stats_made)))
         loaded.stats_made[key] = made
@@ -323,6 +370,11 @@ class IndexedTable:
         file instead of raising ``IndexCorruptError`` when the index cannot be read. A merge-on-read
         table's files are pruned each on its own statistics, then every file of a slice is kept
         when one is (``index_store.slices``); ``file_slices`` groups the kept files by slice.
+
+        A Hudi table with a metadata table is pruned with its ``column_stats`` (and secondary
+        indexes) too, or with them alone while no index is built here or with ``source="hudi"``
+        (``index_store.hudi_source``): over the table's live listing, files it has no statistics
+        of kept, ``explain()`` naming "Hudi metadata table" and its partition.
         """
         if isinstance(expr, str):
             raise TypeError(
@@ -332,6 +384,8 @@ class IndexedTable:
             )
         not_used = expr.not_used if isinstance(expr, Translation) else ()
         predicate = expr.expr if isinstance(expr, Translation) else expr
+        if self._hudi_only():
+            return self._prune_from_metadata(predicate, not_used)
         try:
             loaded = self._load().require_built(self.root)
             if not len(loaded.snap.schema):
@@ -366,6 +420,7 @@ class IndexedTable:
                 _removed_by=removed_by,
                 whole_slices=whole,
                 _slices=self._slices_made(loaded, kept, None, ()),
+                source_notes=sourced.notes,
             )
         disk = self._on_disk(loaded, stat=verify_files == "stat")
         kept = disk.present & (kept | disk.changed)
@@ -384,6 +439,27 @@ class IndexedTable:
             _removed_by=removed_by,
             whole_slices=whole,
             _slices=self._slices_made(loaded, kept, disk, unknown_files),
+            source_notes=sourced.notes,
+        )
+
+    def _prune_from_metadata(self, predicate: Expression, not_used: tuple[str, ...]) -> PruneResult:
+        """``prune`` from Hudi's metadata table alone, over the table's live listing."""
+        assert self.hudi is not None
+        state = self.hudi.require() if self.source == "hudi" else self.hudi.state()
+        if state.mdt is None:  # "auto" with no index of its own: nothing can prune
+            note = f"Hudi metadata table not used ({state.reason}) and no index built: every file is kept"
+            return self._every_file(note=note, not_used=not_used, index_error=state.reason)
+        listing = _tables.listing(self.reader)
+        pruning = prune_listing(self.reader, listing, state, table_schema(self.reader, listing), predicate)
+        return PruneResult(
+            self._abs_all(listing.paths.filter(pa.array(pruning.kept)).to_pylist()),
+            pruning.total,
+            not_used=not_used,
+            _explain=pruning.explanation,
+            _removed_by=pruning.removed_by,
+            whole_slices=pruning.whole_slices,
+            _slices=pruning.slices,
+            source_notes=pruning.notes,
         )
 
     def _slices_made(
@@ -514,11 +590,19 @@ class IndexedTable:
         in a partition) gets one row per file with ``on_duplicate="all"``, as Hudi's bloom index
         tags it (each copy is updated); ``"error"`` raises ``DuplicateKeyError`` instead.
 
+        On a Hudi table with a metadata table and no index built here (or ``source="hudi"``), keys
+        are located from Hudi's ``record_index`` by point lookups (``index_store.hudi_source.tag``):
+        the one location the record index holds per key, as Hudi's record-index tagging uses it
+        (``tag_stats(result).locations == "one"``); a metadata table behind the data table, or a
+        ``record_index`` partition still being built, raises rather than report a key as new.
+
         The index must be current: files added or rewritten since the last sync raise
         ``IndexStaleError`` (``sync=True`` syncs first), since a key in an unindexed file would
         otherwise be reported as an insert. Null and empty keys raise ``RecordKeyError``: Hudi's
         key generators refuse both (``HoodieKeyException``), so no table holds one.
         """
+        if self._hudi_only("record_index"):
+            return self._tag_from_metadata(keys, partitions, on_duplicate)
         loaded = self._load().require_built(self.root)
         spec, method = tag_method(loaded.snap.config, self.root, using)
         check_on_duplicate(on_duplicate)
@@ -533,6 +617,26 @@ class IndexedTable:
         if parts is not None:
             parts = partition_layout(self, loaded).normalize(parts)
         return tag_loaded(self, loaded, fresh.present, spec, method, keys_given, parts, on_duplicate)
+
+    def _tag_from_metadata(
+        self,
+        keys: pa.Array | pa.ChunkedArray | pa.Table | Sequence[str],
+        partitions: pa.Array | pa.ChunkedArray | Sequence[str | None] | None,
+        on_duplicate: OnDuplicate,
+    ) -> pa.Table:
+        """``tag`` from Hudi's record index (``index_store.hudi_source.tag``)."""
+        assert self.hudi is not None
+        check_on_duplicate(on_duplicate)
+        spec = self.reader.record_key_spec()
+        if spec is None:
+            raise RecordKeyError(f"{self.root}: hoodie.properties does not say how record keys are made")
+        keys_given = key_array(keys, spec)
+        parts = partition_array(partitions, len(keys_given))
+        if parts is not None:
+            listed = pa.array([f.partition for f in self.reader.list_files()], pa.string())
+            layout = PartitionLayout.of(self.root, listed, self.reader.partitioning().fields)
+            parts = layout.normalize(parts)
+        return tag_from_record_index(self.reader, self.hudi.require(), keys_given, parts, on_duplicate)
 
     def freshness(self) -> Freshness:
         """The newest index version against the table as listed now: files added, rewritten in
@@ -668,6 +772,14 @@ class IndexedTable:
         """Every secondary index definition and how far it is built."""
         return self.secondary.indexes()
 
+    def hudi_indexes(self) -> list[HudiIndexStatus]:
+        """The indexes Hudi keeps in the table's metadata table (its partitions and declared
+        indexes), each with whether it is built and what it answers here; empty without one or
+        with ``source="own"``."""
+        if self.hudi is None:
+            return []
+        return index_statuses(self.hudi.state(), table_schema(self.reader, _tables.listing(self.reader)))
+
     def build_index(
         self,
         name: str | None = None,
@@ -703,14 +815,14 @@ class IndexedTable:
         rows are its kept file slices merged by hudi-rs (``index_store.merged``); ``query_type=
         "read_optimized"`` reads its base files only (the same rows for other tables)."""
         query_type_of(query_type)
-        if needs_merge(self.reader):  # merge-on-read (issue 23): merged slices, not file rows
+        if needs_merge(self.reader) or self._hudi_only():  # merged slices (issue 23), or no own index
             return merged_rows.read_rows(self, expr, columns, query_type)
         return self.secondary.read(expr, columns, rules)
 
     def count(self, expr: Expression, query_type: QueryType = "snapshot") -> int:
         """Rows where ``expr`` is TRUE (``SecondaryIndexes.count``; merge-on-read: see ``read``)."""
         query_type_of(query_type)
-        if needs_merge(self.reader):  # merge-on-read (issue 23)
+        if needs_merge(self.reader) or self._hudi_only():  # merge-on-read (issue 23), or no own index
             return merged_rows.count_rows(self, expr, query_type)
         return self.secondary.count(expr)
 
@@ -718,6 +830,6 @@ class IndexedTable:
         """Is there a row where ``expr`` is TRUE? (``SecondaryIndexes.exists``; merge-on-read: see
         ``read``)."""
         query_type_of(query_type)
-        if needs_merge(self.reader):  # merge-on-read (issue 23)
+        if needs_merge(self.reader) or self._hudi_only():  # merge-on-read (issue 23), or no own index
             return merged_rows.exists_row(self, expr, query_type)
         return self.secondary.exists(expr)

@@ -66,7 +66,18 @@ def _command(name: str, args: argparse.Namespace, *extra: str) -> str:
 
 
 def _keyed(table: IndexedTable, args: argparse.Namespace) -> IndexConfig:
-    """The index's configuration, or a one-line ``ValueError`` when it holds no record keys."""
+    """The index's configuration, or a one-line ``ValueError`` when it holds no record keys. A
+    Hudi table tagged from its own metadata table (no index built here, or ``--source hudi``):
+    the key fields its ``hoodie.properties`` declares, located by Hudi's record index."""
+    spec = table.reader.record_key_spec()
+    if (
+        table.hudi is not None
+        and spec is not None
+        and (table.source == "hudi" or not table.snapshot().version)
+    ):
+        return IndexConfig(
+            key_fields=spec.fields, key_column=spec.column, key_generator=spec.generator, record_index=True
+        )
     config = require_built(table).snapshot().config
     if not has_keys(config):
         if not table.reader.record_key_declared:
@@ -304,6 +315,8 @@ def cmd_tag(args: argparse.Namespace) -> int:
         )
         return 0
     how = "the record index" if stats.method == "record" else "key ranges and bloom filters"
+    if stats.locations == "one":  # Hudi's record index: one location per key
+        how = "Hudi's record index (its metadata table; one location per key)"
     scope = "per partition" if keys.partitions is not None else "globally"
     counts = f"{count_text(stats.updates, 'update')}, {count_text(stats.inserts, 'insert')}"
     print(f"{counts} ({count_text(stats.keys, 'key')} from {keys.source})")

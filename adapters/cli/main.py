@@ -34,6 +34,7 @@ from adapters.cli.keys import (
     key_text,
 )
 from adapters.cli.layout import add_layout_commands
+from adapters.cli.metadata import cmd_metadata, metadata_lines, metadata_summary
 from adapters.cli.support import (
     add_table_arguments,
     column_list,
@@ -336,8 +337,18 @@ def _sql_name(name: str) -> str:
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
-    """The index's version and size, and per column what its statistics say, as SQL literals."""
-    table = require_built(open_from_args(args))
+    """The index's version and size, and per column what its statistics say, as SQL literals; on a
+    Hudi table with a metadata table, its partitions and which are used."""
+    table = open_from_args(args)
+    hudi = metadata_summary(table)
+    if hudi is not None and not table.snapshot().version:  # no own index: the metadata table alone
+        if args.json:
+            print_json({"version": 0, "hudi_metadata": hudi})
+        else:
+            print("no index built")
+            print("\n".join(metadata_lines(hudi)))
+        return 0
+    require_built(table)
     snap = table.snapshot()
     types = leaf_columns(snap.schema)
     unknown = [c for c in args.columns or () if c not in types]
@@ -355,6 +366,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
                 "table_instant": snap.table_instant,
                 "columns": columns,
                 "record_key": keys,
+                "hudi_metadata": hudi,
             }
         )
         return 0
@@ -363,6 +375,8 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         f"{files_text(stats.num_files)}, data instant {snap.table_instant or '-'}"
     )
     for line in key_lines(keys) if keys is not None else ():
+        print(line)
+    for line in metadata_lines(hudi) if hudi is not None else ():
         print(line)
     for name, column in columns.items():
         print(_column_line(name, column))
@@ -601,6 +615,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--columns", nargs="*", metavar="COLUMN", help="only these columns (default: all)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
     p.set_defaults(run=_cmd_stats)
+
+    p = add(
+        "metadata",
+        "print the records of a partition of a Hudi table's own metadata table (.hoodie/metadata)",
+    )
+    p.add_argument(
+        "--partition",
+        required=True,
+        metavar="NAME",
+        help="files, column_stats, partition_stats, bloom_filters, record_index or secondary_index_<name>",
+    )
+    p.add_argument(
+        "--where",
+        metavar="PREDICATE",
+        help="DuckDB SQL over the partition's columns (e.g. \"file_name LIKE 'abc%%'\", "
+        '"amount.min > 100"); @FILE reads it from a file, - from standard input',
+    )
+    p.add_argument("--limit", type=_non_negative, metavar="N", help="print at most N records")
+    p.add_argument("--json", action="store_true", help="print one JSON array of records instead")
+    p.set_defaults(run=cmd_metadata)
 
     p = add("tag", "find the data file holding each record key (an update) and the new keys (inserts)")
     p.add_argument(

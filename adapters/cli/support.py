@@ -51,6 +51,14 @@ def add_table_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="keep the index in DIR, e.g. for a table you cannot write to (default: TABLE/.hoodie/.index)",
     )
+    parser.add_argument(
+        "--source",
+        choices=("auto", "own", "hudi"),
+        default="auto",
+        help="which index answers: auto (Hudi's metadata table where the table has one, and the "
+        "index built here where there is one), own (only the index built here), hudi (only Hudi's "
+        "metadata table)",
+    )
 
 
 def column_list(text: str) -> list[str]:
@@ -64,7 +72,7 @@ def column_list(text: str) -> list[str]:
 
 
 def open_from_args(args: argparse.Namespace) -> IndexedTable:
-    return open_table(args.table, index_path=args.index_path)
+    return open_table(args.table, index_path=args.index_path, source=getattr(args, "source", "auto"))
 
 
 def require_built(table: IndexedTable) -> IndexedTable:

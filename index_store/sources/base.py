@@ -14,7 +14,7 @@ of the truth (or the truth, when ``exact``), so that answers may be intersected.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
@@ -25,6 +25,7 @@ from index_store.secondary.select import FileRows, IndexUse, UseRules
 from index_store.tagging.locations import KeyAnswer, KeyQuery
 
 if TYPE_CHECKING:
+    from index_store.hudi_source.view import MetadataState
     from index_store.loaded import LoadedVersion
     from index_store.secondary.api import SecondaryIndexes
 
@@ -50,6 +51,8 @@ class SourceQuery:
     columns: tuple[str, ...]
     with_blooms: bool  # False: bounds only (layout reports, tagging's integer key bounds)
     secondary: SecondaryIndexes
+    hudi: MetadataState | None = None  # Hudi's metadata table, when it is to answer too
+    notes: list[str] = field(default_factory=list)  # what sources could not cover, for ``explain``
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ class SourcedStats:
     stats: FileStats
     base: FileStats  # paths and row counts only: what is known before any source answers
     steps: tuple[tuple[str, FileStats], ...]  # (source name, stats once it had answered)
+    notes: tuple[str, ...] = ()  # what the sources said they could not cover
+    hudi: object = None  # the metadata table state asked (another one makes these stats stale)
 
     def removed_by(self, bound: Expression) -> dict[str, int]:
         """Per source, the files it is the first to rule out for ``bound`` (re-evaluated per
@@ -48,4 +50,4 @@ def sourced_stats(query: SourceQuery, sources: Sequence[PrunesFiles] | None = No
         if source.available(query):
             stats = source.answer(query, stats)
             steps.append((source.name, stats))
-    return SourcedStats(stats, base, tuple(steps))
+    return SourcedStats(stats, base, tuple(steps), tuple(dict.fromkeys(query.notes)), query.hudi)

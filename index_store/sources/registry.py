@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from index_store.errors import IndexSourceError
+from index_store.hudi_source.source import HudiMetadataSource, HudiSecondaryIndexSource
 from index_store.sources.base import IndexSource, LocatesKeys, PrunesFiles, SelectsRows
 from index_store.sources.builtin import (
     BloomFilters,
@@ -26,10 +27,12 @@ __all__ = [
 # In the order they are asked (the order ``explain`` credits them in).
 _SOURCES: list[IndexSource] = [
     FileStatistics(),
+    HudiMetadataSource(),
     BloomFilters(),
     SecondaryIndexSource(),
     RecordKeys(),
     RecordIndex(),
+    HudiSecondaryIndexSource(),
 ]
 _CAPABILITIES = (PrunesFiles, SelectsRows, LocatesKeys)
 # Per question, the sources answering it: worked out once per change of the list, not per query.

@@ -38,6 +38,9 @@ class TagStats:
     seconds: dict[str, float] = field(default_factory=dict)  # per stage
     # Per index source asked (``index_store.sources``): the pairs it answered, before intersecting.
     pairs_by_source: dict[str, int] = field(default_factory=dict)
+    # "every": each live file holding a key is named (key ranges and blooms, this project's record
+    # index); "one": the location Hudi's record index holds (one per key, as Hudi tags with it).
+    locations: str = "every"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 import numpy as np
 import pyarrow as pa
@@ -120,7 +120,7 @@ def tag_keys(
         several_files=int((per_key > 1).sum()),
         seconds=seconds,
         pairs_by_source=dict(found.pairs_by_source),
-        **counters,
+        **cast(dict[str, Any], counters),  # stage counters: the int fields by name
     )
     metadata = {TAG_STATS_KEY: stats.to_json().encode()}
     return result_table(context.root, keys, partitions, rows, locations, metadata)

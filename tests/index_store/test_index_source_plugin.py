@@ -166,8 +166,9 @@ def _names(files: dict[str, pa.Array]) -> dict[str, list[int]]:
 def test_the_source_is_listed_and_protocol_checked(registered: IndexSource) -> None:
     assert isinstance(registered, IndexSource)
     assert index_sources()[-1] is registered
-    assert [s.name for s in index_sources()[:4]] == [
+    assert [s.name for s in index_sources()[:5]] == [
         "column statistics",
+        "Hudi metadata table (column_stats)",
         "bloom filters",
         "secondary indexes",
         "record keys",
