@@ -87,7 +87,7 @@ FILE = st.tuples(
 # positions 0..(rows the index recorded) - 1, not the file's rows now (test_secondary_faults.py,
 # test_stale_index_file_with_more_rows_gives_every_row_now, xfail). Set False once that is fixed.
 REWRITE_KEEPS_ROW_COUNT = False
-FORCE = UseRules(max_predicates=100, min_candidate_rows=-1, max_selected_fraction=1.0)
+FORCE = UseRules(max_predicates=100, by_cost=False)
 
 
 def _table(rows: list[tuple[Any, ...]]) -> pa.Table:

@@ -32,7 +32,7 @@ from index_store.secondary.format import IndexFile
 
 FILES = 5
 ROWS = 20_000  # per file: 100,000 rows in all, above UseRules' min_candidate_rows
-ALWAYS = UseRules(min_candidate_rows=0, max_selected_fraction=1.0)  # use the index whenever it can
+ALWAYS = UseRules(by_cost=False)  # use the index whenever it can
 
 
 def _file(k: int, rows: int = ROWS, seed: int = 0, shift: int = 0) -> pa.Table:
