@@ -43,7 +43,7 @@ from index_store.partitions.secondary import (
     write_manifest,
 )
 from index_store.secondary.build import ComputeIndexFiles, FileTask, build_files
-from index_store.secondary.cost import FileFacts, Purpose, bounds, choose, costs_for, integer_bounds
+from index_store.secondary.cost import FileFacts, Purpose, Work, bounds, choose, costs_for, integer_bounds
 from index_store.secondary.definitions import IndexDefinition, default_index_name
 from index_store.secondary.kinds import UnsupportedColumnError, index_kind
 from index_store.secondary.read import ReadJob, row_reader
@@ -578,15 +578,18 @@ class SecondaryIndexes:
         mtimes = loaded.files["mtime"].combine_chunks().take(pa.array(candidates)).to_pylist()
         expected = list(zip(query.paths, sizes, mtimes, strict=True))
         # Index files the lookups would open: per leaf, candidates with one its blooms do not rule out.
-        per_leaf = [
-            sum(
-                1
-                for j, rel in enumerate(index_files[(p.kind, p.column)])
-                if rel is not None and not (leaf in absent and absent[leaf][j])
+        # Index files the lookups open: per leaf, candidates with one its blooms do not rule out.
+        looked = [
+            np.array(
+                [rel is not None and not (leaf in absent and absent[leaf][j])
+                 for j, rel in enumerate(index_files[(p.kind, p.column)])],
+                dtype=bool,
             )
             for leaf, p in planned.items()
-        ]
-        use = _decide(bound, planned, facts, query, max(per_leaf, default=0), sum(per_leaf))
+        ]  # fmt: skip
+        opened = max((int(m.sum()) for m in looked), default=0)
+        lookups = (sum(int(m.sum()) for m in looked), sum(float(n[m].sum()) for m in looked))
+        use = _decide(bound, planned, facts, query, opened, lookups)
         if not use.used:
             return RowAnswer(None, use)
         key_schemas = {
@@ -679,7 +682,7 @@ class SecondaryIndexes:
         jobs = read_jobs(selection)
         if not jobs:
             return out_schema.empty_table()
-        table, _ = row_reader().read(jobs, needed, schema, bound.to_pyarrow())
+        table, _ = row_reader().read(jobs, needed, schema, bound)
         return table.select(wanted).cast(out_schema)
 
     def count(self, expr: Expression) -> int:
@@ -804,17 +807,17 @@ def _decide(
     facts: Mapping[Predicate, FileFacts],
     query: RowQuery,
     opened: int = 0,
-    lookups_total: int = 0,
+    lookups: tuple[int, float] = (0, 0.0),
 ) -> IndexUse:
     """Whether the index is used: RFC-51's rule on the number of indexed leaves, then by cost."""
     rules = query.rules
     candidate_rows = int(query.row_counts.sum())
-    lookups = {str(leaf): p.kind for leaf, p in planned.items()}
+    named = {str(leaf): p.kind for leaf, p in planned.items()}
     n = len(planned)
     if not n:
-        return IndexUse(False, "no predicate on an indexed column", 0, None, candidate_rows, lookups)
+        return IndexUse(False, "no predicate on an indexed column", 0, None, candidate_rows, named)
     if rules is None:
-        return IndexUse(True, f"{n} indexed predicate(s) looked up", n, None, candidate_rows, lookups)
+        return IndexUse(True, f"{n} indexed predicate(s) looked up", n, None, candidate_rows, named)
     if n > rules.max_predicates:
         return IndexUse(
             False,
@@ -822,7 +825,7 @@ def _decide(
             n,
             None,
             candidate_rows,
-            lookups,
+            named,
         )
     if rules.max_index_files is not None and opened > rules.max_index_files:
         return IndexUse(
@@ -832,45 +835,38 @@ def _decide(
             n,
             None,
             candidate_rows,
-            lookups,
+            named,
         )
     upper, expected = bounds(bound, {leaf: p.kind for leaf, p in planned.items()}, facts, query.row_counts)
-    exact = all(p.lookup.exact for p in planned.values()) and all(leaf in planned for leaf in bound.leaves())
-    whole = query.whole if query.whole is not None else np.zeros(len(query.candidates), dtype=bool)
+    leaves = list(bound.leaves())
+    exact = all(leaf in planned and planned[leaf].lookup.exact for leaf in leaves)
     schema = query.loaded.snap.schema
-    width = rules.columns if rules.columns is not None else len(schema.names)
-    total_rows = int(pc.sum(query.loaded.row_count).as_py() or 0)
-    costs = rules.costs or costs_for(rules.reader)
-    choice = choose(
-        costs,
+    work = Work(
         rules.purpose,
-        upper,
-        expected,
         query.row_counts,
-        whole,
-        lookups_total,
-        exact,
-        width,
+        query.whole if query.whole is not None else np.zeros(len(query.candidates), dtype=bool),
+        rules.columns if rules.columns is not None else len(schema.names),
+        len(bound.references()),
+        sum(1 for leaf in leaves if leaf.op in _TEXT_OPS),
         max(query.total_files, len(query.candidates)),
-        max(total_rows, candidate_rows),
+        max(int(pc.sum(query.loaded.row_count).as_py() or 0), candidate_rows),
     )
-    bound_text = f"at most {choice.selected_upper:,.0f} of {candidate_rows:,} candidate rows match"
+    costs = rules.costs or costs_for(rules.reader)
+    choice = choose(costs, work, upper, expected, lookups[0], lookups[1], exact)
+    said = f"at most {choice.selected_upper:,.0f} of {candidate_rows:,} candidate rows match"
     if not rules.by_cost:
-        return IndexUse(
-            True,
-            f"{bound_text} (used whatever it costs)",
-            n,
-            choice.selected_upper,
-            candidate_rows,
-            lookups,
-            choice=choice,
-        )
+        reason = f"{said} (used whatever it costs)"
+        return IndexUse(True, reason, n, choice.selected_upper, candidate_rows, named, choice=choice)
     if choice.path != "index":
         alone = "a plain scan" if choice.path == "scan" else "pruning by statistics and blooms alone"
-        reason = f"{bound_text}: {alone} is cheaper"
-        return IndexUse(False, reason, n, choice.selected_upper, candidate_rows, lookups, choice=choice)
-    reason = f"{bound_text} ({n} indexed predicate(s)): the index is cheaper"
-    return IndexUse(True, reason, n, choice.selected_upper, candidate_rows, lookups, choice=choice)
+        reason = f"{said}: {alone} is cheaper"
+        return IndexUse(False, reason, n, choice.selected_upper, candidate_rows, named, choice=choice)
+    reason = f"{said} ({n} indexed predicate(s)): the index is cheaper"
+    return IndexUse(True, reason, n, choice.selected_upper, candidate_rows, named, choice=choice)
+
+
+# Leaves whose per-row test tokenizes text (a regex over words), priced as ``Costs.text_value``.
+_TEXT_OPS = frozenset({"contains_term", "not_contains_term"})
 
 
 def _meta_commit(snap: Snapshot, operation: Operation, config: IndexConfig, **changes: Any) -> Commit:

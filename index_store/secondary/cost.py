@@ -55,23 +55,49 @@ Path_ = Literal["index", "pruning", "scan"]
 class Costs:
     """Milliseconds per step of reading with one reader (``reader``): measured, or stored."""
 
-    reader: str  # "pyarrow" (IndexedTable.read/count/exists) or "duckdb" (the SQL adapter)
+    reader: str  # "pyarrow" (IndexedTable.read/count/exists without DuckDB) or "duckdb"
     lookup_file: float  # open one index file and look one leaf's keys up in it
-    read_file: float  # open one data file to read selected rows (footer, setup)
-    scan_file: float  # read one candidate file whole: per file, beside its values
-    value: float  # decode one value (one row of one column)
-    decode_unit: int  # rows decoded around each selected row (pyarrow: a row group, capped)
+    lookup_row: float  # per row of the data file a lookup's index file indexes (bigger files cost more)
+    read_file: float  # open one data file to read its selected rows (footer, setup)
+    scan_file: float  # open one candidate file to read it whole
+    file_column: float  # per file and column read (setting up a column reader)
+    value: float  # decode one value (one row of one column read)
+    filter_value: float  # test one row of one column of a pushed-down filter (= value without pushdown)
+    text_value: float  # test one row against a word or substring leaf (a tokenizer or a regex)
+    decode_unit: int  # rows decoded around each selected row (the unit a reader skips by)
+    pushdown: bool  # the reader filters first and decodes the other columns only around matches
     origin: str = "stored"  # "stored" (measured on the development machine) or "calibrated"
 
 
-# Measured on the development machine (2-core AMD EPYC, idle; ``python -m index_store.secondary.cost``)
-# on the files ``calibrate`` writes: 30,000 rows of 8 columns in 16,384-row row groups.
+# Measured on the development machine (2-core AMD EPYC, shared, so rounded; see
+# docs/secondary-indexes.md "Choosing the path") on the bench's TPC-H lineitem layouts: 200 files of
+# 3,000 rows and 4 files of 150,000 rows in 16,384-row row groups, 16 columns.
 _STORED = {
     "pyarrow": Costs(
-        "pyarrow", lookup_file=0.35, read_file=0.45, scan_file=0.4, value=6e-5, decode_unit=16_384
+        "pyarrow",
+        lookup_file=0.6,
+        lookup_row=1.4e-5,
+        read_file=1.0,
+        scan_file=1.0,
+        file_column=0.0,
+        value=5e-5,
+        filter_value=5e-5,
+        text_value=2e-3,
+        decode_unit=16_384,
+        pushdown=False,
     ),
     "duckdb": Costs(
-        "duckdb", lookup_file=0.35, read_file=0.25, scan_file=0.12, value=1.5e-5, decode_unit=2_048
+        "duckdb",
+        lookup_file=0.6,
+        lookup_row=1.4e-5,
+        read_file=0.5,
+        scan_file=0.15,
+        file_column=0.06,
+        value=4e-5,
+        filter_value=1.5e-5,
+        text_value=4e-3,
+        decode_unit=8_192,
+        pushdown=True,
     ),
 }
 _IN_USE: dict[str, Costs] = {}
@@ -118,48 +144,74 @@ class Choice:
         )
 
 
+@dataclass(frozen=True)
+class Work:
+    """What a query asks of the files, for pricing: the candidates and the predicate's shape."""
+
+    purpose: Purpose
+    row_counts: np.ndarray  # per candidate file
+    whole: np.ndarray  # per candidate: statistics prove every row matches (counted unread)
+    columns: int  # columns a read returns
+    filter_columns: int  # columns the predicate reads
+    text_leaves: int  # word or substring leaves (costly to test per row)
+    total_files: int  # data files on disk (a plain scan)
+    total_rows: int
+
+
 def choose(
     costs: Costs,
-    purpose: Purpose,
+    work: Work,
     upper: np.ndarray,
     expected: np.ndarray,
-    row_counts: np.ndarray,
-    whole: np.ndarray,
-    opened: int,
+    lookups: int,
+    lookup_rows: float,
     exact: bool,
-    columns: int,
-    total_files: int,
-    total_rows: int,
 ) -> Choice:
-    """The cheapest path, per candidate file bounds: ``upper[i]`` rows of ``row_counts[i]`` at
-    most selected; ``whole[i]``: statistics prove every row matches (counted unread); ``opened``:
-    index files the lookups open; ``exact``: the index answers every leaf exactly; ``columns``:
-    columns a read needs."""
-    n = row_counts.astype(np.float64)
+    """The cheapest path for ``work``: ``upper[i]`` rows of candidate ``i`` at most selected;
+    ``lookups`` index files looked up (``lookup_rows``: the rows of the data files they index);
+    ``exact``: the index answers every leaf exactly (a count or EXISTS then reads nothing)."""
+    c = costs
+    n = work.row_counts.astype(np.float64)
     upper = np.minimum(upper, n)
-    cols = max(columns, 1)
-    lookups = opened * costs.lookup_file
-    answers_alone = exact and purpose in ("count", "exists", "row_ids")
+    answers_alone = exact and work.purpose in ("count", "exists", "row_ids")
+    out_cols = work.filter_columns if work.purpose in ("count", "exists") else max(work.columns, 1)
+    out_cols = max(out_cols, 1)
+    per_file = c.file_column * out_cols
+
+    def filtering(rows: float) -> float:
+        return rows * (work.filter_columns * c.filter_value + work.text_leaves * c.text_value)
+
+    def reading(files: float, rows: np.ndarray, hits: np.ndarray) -> float:
+        """Reading ``rows`` of ``files`` files whole, filtered, ``hits`` rows matching at most."""
+        opened = files * (c.scan_file + per_file)
+        if c.pushdown:  # the filter column first, the others around matches only
+            around = float(np.minimum(rows, hits * c.decode_unit).sum())
+            return opened + filtering(float(rows.sum())) + around * out_cols * c.value
+        return opened + float(rows.sum()) * out_cols * c.value + filtering(float(rows.sum()))
+
+    lookup_ms = lookups * c.lookup_file + lookup_rows * c.lookup_row
     if answers_alone:
         decoded = 0.0
-        index_ms = lookups
+        index_ms = lookup_ms
     else:
         has = upper > 0
-        decoded = float(np.minimum(n, upper * costs.decode_unit).sum())
-        index_ms = lookups + int(has.sum()) * costs.read_file + decoded * cols * costs.value
-    read = ~whole if purpose in ("count", "exists") else np.ones(len(n), dtype=bool)
-    pruning_ms = int(read.sum()) * costs.scan_file + float(n[read].sum()) * cols * costs.value
-    scan_ms = total_files * costs.scan_file + float(total_rows) * cols * costs.value
-    if purpose == "row_ids":
-        index_ms = lookups  # row ids without the index are every row: not an answer to compare
-        pruning_ms = scan_ms = float("inf")
+        decoded = float(np.minimum(n, upper * c.decode_unit).sum())
+        index_ms = lookup_ms + int(has.sum()) * (c.read_file + per_file) + decoded * out_cols * c.value
+        if not exact or c.pushdown:
+            # The residual filter; an engine's query (the SQL adapter) tests its WHERE on every
+            # row it decodes, exact or not.
+            index_ms += filtering(decoded if c.pushdown else float(upper.sum()))
+    read = ~work.whole if work.purpose in ("count", "exists") else np.ones(len(n), dtype=bool)
+    pruning_ms = reading(float(read.sum()), n[read], upper[read])
+    everything = np.array([float(work.total_rows)])
+    scan_ms = reading(float(work.total_files), everything, np.array([float(upper.sum())]))
+    if work.purpose == "row_ids":
+        pruning_ms = scan_ms = float("inf")  # row ids without the index are every row: no answer
     if index_ms < pruning_ms:
         path: Path_ = "index"
     else:
-        path = "scan" if len(n) >= total_files else "pruning"
-    return Choice(
-        path, index_ms, pruning_ms, scan_ms, float(upper.sum()), float(expected.sum()), decoded, costs
-    )
+        path = "scan" if len(n) >= work.total_files else "pruning"
+    return Choice(path, index_ms, pruning_ms, scan_ms, float(upper.sum()), float(expected.sum()), decoded, c)
 
 
 # ---------------------------------------------------------------------------------- bounds
@@ -316,40 +368,43 @@ def integer_bounds(low: pa.Array, high: pa.Array) -> tuple[np.ndarray, np.ndarra
 
 
 def calibrate(reader: str = "pyarrow", folder: Path | None = None) -> Costs:
-    """Measure ``reader``'s constants in this process on a file written for it (about a second).
+    """Measure ``reader``'s main constants in this process on files written for it (a second or
+    two): the lookup, the per-file and the per-value costs; the others keep their stored values.
     ``duckdb`` needs the duckdb package. Pass the result to ``use_costs`` to use it."""
+    base = stored_costs(reader)
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        path = Path(tmp) / "calibrate.parquet"
-        rows, groups = 30_000, 16_384
         rng = np.random.default_rng(0)
-        table = pa.table({f"c{i}": rng.integers(0, 1 << 20, rows) for i in range(8)})
-        pq.write_table(table, path, row_group_size=groups)
-        n = 8 * rows
-        whole = _best(lambda: pq.read_table(path))
-        one = _best(lambda: pq.ParquetFile(path).read_row_groups([1]).take([3]))
-        lookup = _lookup_ms(Path(tmp), table)
+        small = pa.table({f"c{i}": rng.integers(0, 300, 3_000) for i in range(8)})
+        big = pa.table({f"c{i}": rng.integers(0, 1 << 20, 60_000) for i in range(8)})
+        paths = [Path(tmp) / "small.parquet", Path(tmp) / "big.parquet"]
+        pq.write_table(small, paths[0])
+        pq.write_table(big, paths[1], row_group_size=base.decode_unit)
+        lookup = _lookup_ms(Path(tmp), small)
         if reader == "duckdb":
             import duckdb
 
             con = duckdb.connect()
-            p = str(path).replace("'", "''")
-            whole = _best(lambda: con.sql(f"SELECT * FROM read_parquet('{p}')").fetch_arrow_table())
-            one = _best(
-                lambda: con.sql(
-                    f"SELECT * FROM read_parquet('{p}', file_row_number = true) WHERE file_row_number = 20000"
-                ).fetch_arrow_table()
+            a, b = (str(p).replace("'", "''") for p in paths)
+            # Ten reads of the small file in one query: the per-file cost without the query's own.
+            ten = ", ".join([f"'{a}'"] * 10)
+            files_ms = _best(lambda: con.sql(f"SELECT * FROM read_parquet([{ten}])").fetchall())
+            big_ms = _best(lambda: con.sql(f"SELECT * FROM read_parquet('{b}')").fetchall())
+            filt_ms = _best(
+                lambda: con.sql(f"SELECT count(*) FROM read_parquet('{b}') WHERE c0 = 7").fetchall()
             )
-            unit = 2_048
         else:
-            unit = groups
-    per_value = whole / n
-    return Costs(
-        reader,
+            files_ms = 10 * _best(lambda: pq.read_table(paths[0]))
+            big_ms = _best(lambda: pq.read_table(paths[1]))
+            filt_ms = big_ms / 8
+    value = big_ms / (8 * len(big))
+    per_file = max(files_ms / 10 - 8 * len(small) * value, 0.01)
+    return dataclasses.replace(
+        base,
         lookup_file=lookup,
-        read_file=max(one - unit * 8 * per_value, 0.05),
-        scan_file=max(whole - n * per_value * 0.9, 0.05),
-        value=per_value * 0.9,
-        decode_unit=unit,
+        scan_file=per_file,
+        read_file=per_file * base.read_file / max(base.scan_file, 1e-9),
+        value=value,
+        filter_value=filt_ms / len(big),
         origin="calibrated",
     )
 

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hudi_expr import Expression
 from index_store.errors import TableFormatError
 
 __all__ = [
@@ -51,10 +52,10 @@ class RowReader(Protocol):
     name: str
 
     def read(
-        self, jobs: Sequence[ReadJob], columns: Sequence[str], schema: pa.Schema, residual: pc.Expression
+        self, jobs: Sequence[ReadJob], columns: Sequence[str], schema: pa.Schema, predicate: Expression
     ) -> tuple[pa.Table, int]:
         """``columns`` (of ``schema``) of the jobs' rows, inexact jobs' rows filtered by
-        ``residual``, and how many rows were decoded (per column) to get them."""
+        ``predicate`` (bound to ``schema``), and how many rows were decoded (per column, at most)."""
         ...
 
     def decoded(self, jobs: Sequence[ReadJob]) -> int:
@@ -68,9 +69,11 @@ class PyarrowRows:
     name = "pyarrow"
 
     def read(
-        self, jobs: Sequence[ReadJob], columns: Sequence[str], schema: pa.Schema, residual: pc.Expression
+        self, jobs: Sequence[ReadJob], columns: Sequence[str], schema: pa.Schema, predicate: Expression
     ) -> tuple[pa.Table, int]:
         from index_store.secondary.select import worker_pool
+
+        residual = predicate.to_pyarrow()
 
         def one(job: ReadJob) -> pa.Table:
             filtered = None if job.exact else residual

@@ -24,7 +24,7 @@ import pytest
 from adapters.duckdb import register_macros
 from hudi_expr import Expression, col
 from index_store import IndexDefinitionError, IndexedTable, UseRules, open_table
-from index_store.secondary.cost import Costs
+from index_store.secondary.cost import stored_costs
 from index_store.secondary.format import IndexFile
 
 ROWS = 60  # per file
@@ -277,7 +277,9 @@ def test_rules_decide_when_the_index_pays_and_explain_why(table: IndexedTable) -
     table.create_index(["a", "s", "d", "u"])
     table.build_index(progress=False)
     # Constants under which lookups cost nothing: the index is chosen whenever it reads less.
-    free = Costs("pyarrow", lookup_file=0.0, read_file=1.0, scan_file=1.0, value=1e-4, decode_unit=1)
+    free = dataclasses.replace(
+        stored_costs("pyarrow"), lookup_file=0.0, lookup_row=0.0, read_file=1.0, scan_file=1.0, decode_unit=1
+    )
     cheap = UseRules(costs=free)
 
     selective = col("a") == 2

@@ -1,0 +1,113 @@
+"""DuckDB as ``IndexedTable``'s reader of selected rows (``index_store.secondary.read.RowReader``).
+
+pyarrow decodes every row group holding a selected row; DuckDB's ``read_parquet(...,
+file_row_number = true)`` filtered on the positions skips row groups without one and, inside the
+others, decodes only the 2,048-row vectors holding one (``adapters.duckdb.rows`` plans the
+filters). All of a selection's reads run as one query, which DuckDB spreads over its threads.
+Importing ``adapters.duckdb`` registers it (``register_row_reader``), so ``t.read``/``count``/
+``exists`` use it from then on; tables with partition values in their paths keep pyarrow's reader
+(it adds them as the index types them).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from adapters.duckdb.macros import register_macros
+from adapters.duckdb.rows import BLOCK, ROW_COLUMN, plan_reads
+from adapters.duckdb.splice import quote_name, read_text
+from hudi_expr import Expression
+from hudi_expr.printer import to_sql
+from index_store import RowSelection
+from index_store.secondary.read import PyarrowRows, ReadJob, conform
+from index_store.secondary.select import FileRows, IndexUse
+
+__all__ = ["DuckDBRows"]
+
+_OPTIONS = "union_by_name = true, can_have_nan = true"
+
+
+class DuckDBRows:
+    """Selected rows through DuckDB; pyarrow's reader where DuckDB cannot read them as asked."""
+
+    name = "duckdb"
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._fallback = PyarrowRows()
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = self._local.con = duckdb.connect()
+            register_macros(con)  # contains_term and the other functions predicates print as
+        return con
+
+    def read(
+        self, jobs: Sequence[ReadJob], columns: Sequence[str], schema: pa.Schema, predicate: Expression
+    ) -> tuple[pa.Table, int]:
+        if any(j.partition_values for j in jobs) or any(c == ROW_COLUMN for c in schema.names):
+            return self._fallback.read(jobs, columns, schema, predicate)
+        wanted = pa.schema([schema.field(c) for c in columns])
+        try:
+            table = conform(self._query(jobs, columns, to_sql(predicate)), wanted, {})
+        except duckdb.Error:
+            return self._fallback.read(jobs, columns, schema, predicate)
+        # DuckDB's filter is the predicate's SQL text; its own row filter has the last word.
+        return table.filter(predicate.to_pyarrow()), self.decoded(jobs)
+
+    def _query(self, jobs: Sequence[ReadJob], columns: Sequence[str], where: str) -> pa.Table:
+        """One query: per read of ``plan_reads``, its rows filtered by ``where``, which DuckDB pushes
+        into the scan (the other columns are decoded around the rows that pass)."""
+        projection = ", ".join(quote_name(c) for c in columns)
+        texts = []
+        for read in plan_reads(_selection(jobs)).reads:
+            # A read may keep more rows than were selected (files sharing a position list, files
+            # read whole): the predicate decides every row, as the query's WHERE does in SQL.
+            if read.condition is None:
+                source, test = read_text(read.files, _OPTIONS), f"({where})"
+            else:
+                source = read_text(read.files, f"{ROW_COLUMN} = true, {_OPTIONS}")
+                test = f"({read.condition}) AND ({where})"
+            texts.append(f"SELECT {projection} FROM {source} WHERE {test}")
+        return self._connection().sql(" UNION ALL ".join(texts)).to_arrow_table()
+
+    def decoded(self, jobs: Sequence[ReadJob]) -> int:
+        """Rows in the vectors holding selected rows (every row of a file read whole)."""
+        total = 0
+        by_path = {j.path: j for j in jobs}
+        for read in plan_reads(_selection(jobs)).reads:
+            for path in read.files:
+                job = by_path[path]
+                if read.condition is None or job.positions is None:
+                    total += job.row_count
+                else:
+                    blocks = len(np.unique(job.positions // BLOCK))
+                    total += min(job.row_count, blocks * BLOCK)
+        return total
+
+
+def _selection(jobs: Sequence[ReadJob]) -> RowSelection:
+    """The jobs as the selection ``plan_reads`` plans reads of."""
+    rows = []
+    for j in jobs:
+        if j.positions is None:
+            rows.append(FileRows(None, j.exact))
+        else:
+            mask = np.zeros(j.row_count, dtype=bool)
+            mask[j.positions] = True
+            rows.append(FileRows(mask, j.exact))
+    return RowSelection(
+        [j.path for j in jobs],
+        [j.row_count for j in jobs],
+        rows,
+        IndexUse(True, "selected rows"),
+        len(jobs),
+        [dict(j.partition_values) for j in jobs],
+    )
