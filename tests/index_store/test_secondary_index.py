@@ -294,7 +294,7 @@ def test_rules_decide_when_the_index_pays_and_explain_why(table: IndexedTable) -
     assert "alone is cheaper" in dear.explain() or "plain scan is cheaper" in dear.explain()
 
     # Most rows may match and a read decodes whole files around them: the index saves nothing.
-    whole_files = UseRules(costs=dataclasses.replace(free, decode_unit=1_000_000))
+    whole_files = UseRules(costs=dataclasses.replace(free, decode_unit=1_000_000, lookup_file=1.0))
     broad = table.select(col("a").is_not_null(), whole_files)
     assert not broad.use.used
     assert "is cheaper" in broad.explain()
@@ -310,9 +310,7 @@ def test_rules_decide_when_the_index_pays_and_explain_why(table: IndexedTable) -
     assert crowded.use.indexed_leaves == 11
     assert not crowded.use.used
     assert "11 indexed predicates, more than 10" in crowded.explain()
-    assert table.select(
-        many, UseRules(max_predicates=11, by_cost=False)
-    ).use.used
+    assert table.select(many, UseRules(max_predicates=11, by_cost=False)).use.used
 
     # Without rules (row_ids) the index is always used; and read() answers the same either way.
     assert table.select(col("a").is_not_null()).use.used
