@@ -13,7 +13,9 @@ IS [NOT] NULL, nested AND/OR/NOT, leaves on ``u`` too) are checked against DuckD
   the matching rows; on a file without a usable index file, all its rows or (pruned by
   statistics) none;
 - ``read`` returns DuckDB's rows (as a multiset), with the index forced on or by the default
-  rules; ``count`` is DuckDB's count and ``exists`` is ``count > 0``.
+  (cost-based) rules, read by the DuckDB reader the adapter registers; ``count`` is DuckDB's count
+  and ``exists`` is ``count > 0``;
+- the upper bound on selected rows the cost-based choice uses is never below the true count.
 
 Between checks the table changes: a file replaced by another (``update(added, removed)``), one
 rewritten in place (then ``sync``), one added, ``build_index`` (incremental), ``compact``,
@@ -218,6 +220,10 @@ def _check(con: duckdb.DuckDBPyConnection, table: Any, model: Model, expr: Expre
         assert Counter(tuple(r.values()) for r in result.to_pylist()) == expected_rows, (str(expr), rules)
     assert reader.count(expr) == len(matches), str(expr)
     assert reader.exists(expr) == bool(matches), str(expr)
+    # The bound the cost-based choice relies on (index_store.secondary.cost): never below the truth.
+    choice = reader.select(expr, FORCE).use.choice
+    if choice is not None:
+        assert choice.selected_upper >= len(matches), (str(expr), choice.selected_upper, len(matches))
     TALLY.predicates += 1
 
 

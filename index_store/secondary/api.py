@@ -589,7 +589,7 @@ class SecondaryIndexes:
         ]  # fmt: skip
         opened = max((int(m.sum()) for m in looked), default=0)
         lookups = (sum(int(m.sum()) for m in looked), sum(float(n[m].sum()) for m in looked))
-        use = _decide(bound, planned, facts, query, opened, lookups)
+        use = _decide(bound, planned, facts, query, opened, lookups, absent)
         if not use.used:
             return RowAnswer(None, use)
         key_schemas = {
@@ -649,12 +649,13 @@ class SecondaryIndexes:
         (when the index pays, by ``rules``; otherwise whole candidate files)."""
         require_file_reads(self.reader, "reading rows (read)")
         if rules is None:
-            rules = self._rules("rows", expr, columns)
+            rules = self.rules_for("rows", expr, columns)
         selection = self.select(expr, rules)
         return self._read_selection(selection, expr, columns)
 
-    def _rules(self, purpose: Purpose, expr: Expression, columns: Sequence[str] | None = ()) -> UseRules:
-        """The cost-based rules of a read, count or EXISTS, priced for the reader that would read."""
+    def rules_for(self, purpose: Purpose, expr: Expression, columns: Sequence[str] | None = ()) -> UseRules:
+        """The rules ``read`` (``purpose="rows"``), ``count`` and ``exists`` use: the cheapest path by
+        cost, priced for the reader that would read (``row_reader()``) and the columns read."""
         width = self._width(expr, columns, extra=purpose == "rows")
         return UseRules(purpose=purpose, columns=width, reader=row_reader().name)
 
@@ -808,6 +809,7 @@ def _decide(
     query: RowQuery,
     opened: int = 0,
     lookups: tuple[int, float] = (0, 0.0),
+    absent: Mapping[Predicate, np.ndarray] | None = None,
 ) -> IndexUse:
     """Whether the index is used: RFC-51's rule on the number of indexed leaves, then by cost."""
     rules = query.rules
@@ -837,7 +839,7 @@ def _decide(
             candidate_rows,
             named,
         )
-    upper, expected = bounds(bound, {leaf: p.kind for leaf, p in planned.items()}, facts, query.row_counts)
+    upper, expected = bounds(bound, facts, query.row_counts, absent)
     leaves = list(bound.leaves())
     exact = all(leaf in planned and planned[leaf].lookup.exact for leaf in leaves)
     schema = query.loaded.snap.schema

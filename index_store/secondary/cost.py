@@ -96,7 +96,7 @@ _STORED = {
         value=4e-5,
         filter_value=1.5e-5,
         text_value=4e-3,
-        decode_unit=8_192,
+        decode_unit=4_096,
         pushdown=True,
     ),
 }
@@ -238,11 +238,16 @@ _RANGE = {"lt", "lt_eq", "gt", "gt_eq", "eq"}
 
 
 def bounds(
-    bound: Expression, kinds: Mapping[Predicate, str], facts: Mapping[Predicate, FileFacts], n: np.ndarray
+    bound: Expression,
+    facts: Mapping[Predicate, FileFacts],
+    n: np.ndarray,
+    absent: Mapping[Predicate, np.ndarray] | None = None,
 ) -> Bounds:
     """Per candidate file: at most how many rows ``bound`` selects, and how many are expected.
-    ``facts[leaf]`` for each leaf an index answers (others select every row)."""
+    ``facts[leaf]`` for each leaf an index answers (others select every row); ``absent[leaf][i]``
+    True: a bloom filter proves candidate ``i`` holds none of the leaf's keys."""
     rows = n.astype(np.float64)
+    absent = absent or {}
 
     def walk(e: Expression) -> Bounds:
         if isinstance(e, Predicate):
@@ -250,7 +255,10 @@ def bounds(
             if f is None:
                 return rows, rows
             up, ex = _leaf(e, f)
-            return np.where(f.indexed, np.minimum(up, rows), rows), np.where(f.indexed, ex, rows)
+            up, ex = np.where(f.indexed, np.minimum(up, rows), rows), np.where(f.indexed, ex, rows)
+            if e in absent:
+                up, ex = np.where(absent[e], 0.0, up), np.where(absent[e], 0.0, ex)
+            return up, ex
         if isinstance(e, AlwaysFalse):
             return np.zeros_like(rows), np.zeros_like(rows)
         if isinstance(e, AlwaysTrue):
