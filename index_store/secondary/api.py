@@ -589,8 +589,8 @@ class SecondaryIndexes:
         ]  # fmt: skip
         opened = max((int(m.sum()) for m in looked), default=0)
         lookups = (sum(int(m.sum()) for m in looked), sum(float(n[m].sum()) for m in looked))
-        use = _decide(bound, planned, facts, query, opened, lookups, absent)
-        if not use.used:
+        use, reconsider = _decide(bound, planned, facts, query, opened, lookups, absent)
+        if not use.used and reconsider is None:
             return RowAnswer(None, use)
         key_schemas = {
             (p.kind, p.column): pa.schema(
@@ -613,7 +613,15 @@ class SecondaryIndexes:
             expected,
             corrupt,
         )
-        return RowAnswer(selected, use, tuple(_scanned(exc) for exc in corrupt))
+        notes = tuple(_scanned(exc) for exc in corrupt)
+        if reconsider is not None:
+            # The bound left the choice open and the lookups were cheap: now the rows are known.
+            use = reconsider(
+                [r.count if r.count is not None else int(c) for r, c in zip(selected, n, strict=True)]
+            )
+            if not use.used:
+                return RowAnswer(None, use, notes)
+        return RowAnswer(selected, use, notes)
 
     def _absent_keys(
         self, loaded: LoadedVersion, planned: Mapping[Predicate, Any], candidates: np.ndarray
@@ -810,16 +818,19 @@ def _decide(
     opened: int = 0,
     lookups: tuple[int, float] = (0, 0.0),
     absent: Mapping[Predicate, np.ndarray] | None = None,
-) -> IndexUse:
-    """Whether the index is used: RFC-51's rule on the number of indexed leaves, then by cost."""
+) -> tuple[IndexUse, Reconsider | None]:
+    """Whether the index is used: RFC-51's rule on the number of indexed leaves, then by cost.
+    When the bound says no but the expected count says yes and the lookups cost at most
+    ``PROBE_SHARE`` of the read, also a second opinion to ask once the lookups' exact counts are
+    known (``Reconsider``): the bound on selected rows may be loose."""
     rules = query.rules
     candidate_rows = int(query.row_counts.sum())
     named = {str(leaf): p.kind for leaf, p in planned.items()}
     n = len(planned)
     if not n:
-        return IndexUse(False, "no predicate on an indexed column", 0, None, candidate_rows, named)
+        return IndexUse(False, "no predicate on an indexed column", 0, None, candidate_rows, named), None
     if rules is None:
-        return IndexUse(True, f"{n} indexed predicate(s) looked up", n, None, candidate_rows, named)
+        return IndexUse(True, f"{n} indexed predicate(s) looked up", n, None, candidate_rows, named), None
     if n > rules.max_predicates:
         return IndexUse(
             False,
@@ -828,7 +839,7 @@ def _decide(
             None,
             candidate_rows,
             named,
-        )
+        ), None
     if rules.max_index_files is not None and opened > rules.max_index_files:
         return IndexUse(
             False,
@@ -838,7 +849,7 @@ def _decide(
             None,
             candidate_rows,
             named,
-        )
+        ), None
     upper, expected = bounds(bound, facts, query.row_counts, absent)
     leaves = list(bound.leaves())
     exact = all(leaf in planned and planned[leaf].lookup.exact for leaf in leaves)
@@ -858,13 +869,39 @@ def _decide(
     said = f"at most {choice.selected_upper:,.0f} of {candidate_rows:,} candidate rows match"
     if not rules.by_cost:
         reason = f"{said} (used whatever it costs)"
-        return IndexUse(True, reason, n, choice.selected_upper, candidate_rows, named, choice=choice)
-    if choice.path != "index":
-        alone = "a plain scan" if choice.path == "scan" else "pruning by statistics and blooms alone"
-        reason = f"{said}: {alone} is cheaper"
-        return IndexUse(False, reason, n, choice.selected_upper, candidate_rows, named, choice=choice)
-    reason = f"{said} ({n} indexed predicate(s)): the index is cheaper"
-    return IndexUse(True, reason, n, choice.selected_upper, candidate_rows, named, choice=choice)
+        return IndexUse(True, reason, n, choice.selected_upper, candidate_rows, named, choice=choice), None
+    if choice.path == "index":
+        reason = f"{said} ({n} indexed predicate(s)): the index is cheaper"
+        return IndexUse(True, reason, n, choice.selected_upper, candidate_rows, named, choice=choice), None
+    alone = "a plain scan" if choice.path == "scan" else "pruning by statistics and blooms alone"
+    reason = f"{said}: {alone} is cheaper"
+    refused = IndexUse(False, reason, n, choice.selected_upper, candidate_rows, named, choice=choice)
+    hopeful = choose(costs, work, expected, expected, lookups[0], lookups[1], exact)
+    if hopeful.path != "index" or choice.lookup_ms > PROBE_SHARE * choice.pruning_ms:
+        return refused, None  # not even the expected count would choose the index
+
+    def reconsider(counts: Sequence[int]) -> IndexUse:
+        found = np.asarray(counts, dtype=np.float64)
+        second = choose(costs, work, found, found, 0, 0.0, exact)  # the lookups are done
+        used = second.index_ms < second.pruning_ms
+        path = "index" if used else choice.path
+        second = dataclasses.replace(
+            second, path=path, index_ms=second.index_ms + choice.lookup_ms, lookup_ms=choice.lookup_ms
+        )
+        looked = f"looked up ({choice.lookup_ms:,.1f} ms estimated): {found.sum():,.0f} rows selected"
+        if used:
+            reason = f"{looked}: reading them is cheaper (a bound of {choice.selected_upper:,.0f} was not)"
+        else:
+            reason = f"{looked}: {alone} is still cheaper"
+        return IndexUse(used, reason, n, float(found.sum()), candidate_rows, named, choice=second)
+
+    return refused, reconsider
+
+
+# Lookups that cost at most this share of reading the candidates are made when the bound alone
+# does not choose the index: the exact counts they give may (at most this much slower otherwise).
+PROBE_SHARE = 0.25
+Reconsider = Callable[[Sequence[int]], IndexUse]
 
 
 # Leaves whose per-row test tokenizes text (a regex over words), priced as ``Costs.text_value``.

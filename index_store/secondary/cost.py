@@ -64,8 +64,9 @@ class Costs:
     value: float  # decode one value (one row of one column read)
     filter_value: float  # test one row of one column of a pushed-down filter (= value without pushdown)
     text_value: float  # test one row against a word or substring leaf (a tokenizer or a regex)
-    decode_unit: int  # rows decoded around each selected row (the unit a reader skips by)
+    decode_unit: int  # rows decoded around each selected row read by position (a reader's skip unit)
     pushdown: bool  # the reader filters first and decodes the other columns only around matches
+    late_unit: int = 0  # with pushdown: rows decoded around each match of the pushed-down filter
     origin: str = "stored"  # "stored" (measured on the development machine) or "calibrated"
 
 
@@ -98,6 +99,7 @@ _STORED = {
         text_value=4e-3,
         decode_unit=4_096,
         pushdown=True,
+        late_unit=2_048,
     ),
 }
 _IN_USE: dict[str, Costs] = {}
@@ -134,6 +136,7 @@ class Choice:
     selected_expected: float  # the expected number (uniform values within each file's bounds)
     decoded_rows: float  # rows the index path would decode (an upper bound)
     costs: Costs
+    lookup_ms: float = 0.0  # the index path's lookups, within ``index_ms``
 
     def text(self) -> str:
         return (
@@ -185,7 +188,7 @@ def choose(
         """Reading ``rows`` of ``files`` files whole, filtered, ``hits`` rows matching at most."""
         opened = files * (c.scan_file + per_file)
         if c.pushdown:  # the filter column first, the others around matches only
-            around = float(np.minimum(rows, hits * c.decode_unit).sum())
+            around = float(np.minimum(rows, hits * c.late_unit).sum())
             return opened + filtering(float(rows.sum())) + around * out_cols * c.value
         return opened + float(rows.sum()) * out_cols * c.value + filtering(float(rows.sum()))
 
@@ -198,9 +201,9 @@ def choose(
         decoded = float(np.minimum(n, upper * c.decode_unit).sum())
         index_ms = lookup_ms + int(has.sum()) * (c.read_file + per_file) + decoded * out_cols * c.value
         if not exact or c.pushdown:
-            # The residual filter; an engine's query (the SQL adapter) tests its WHERE on every
-            # row it decodes, exact or not.
-            index_ms += filtering(decoded if c.pushdown else float(upper.sum()))
+            # The residual filter on the rows read; an engine's query (the SQL adapter) tests its
+            # WHERE on them too, exact or not.
+            index_ms += filtering(float(upper.sum()))
     read = ~work.whole if work.purpose in ("count", "exists") else np.ones(len(n), dtype=bool)
     pruning_ms = reading(float(read.sum()), n[read], upper[read])
     everything = np.array([float(work.total_rows)])
@@ -211,7 +214,9 @@ def choose(
         path: Path_ = "index"
     else:
         path = "scan" if len(n) >= work.total_files else "pruning"
-    return Choice(path, index_ms, pruning_ms, scan_ms, float(upper.sum()), float(expected.sum()), decoded, c)
+    return Choice(
+        path, index_ms, pruning_ms, scan_ms, float(upper.sum()), float(expected.sum()), decoded, c, lookup_ms
+    )
 
 
 # ---------------------------------------------------------------------------------- bounds
