@@ -5,7 +5,6 @@ index is used, reading selected rows, and a real Hudi table (DuckDB's ``file_row
 from __future__ import annotations
 
 import dataclasses
-
 import datetime as dt
 import os
 import re
