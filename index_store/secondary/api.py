@@ -493,6 +493,7 @@ class SecondaryIndexes:
                 self.usable_manifest(loaded)
             except IndexCorruptError as exc:
                 loaded.secondary.manifest = MANIFEST_SCHEMA.empty_table()  # as if none was built
+                loaded.secondary.by_column.clear()
                 loaded.secondary.manifest_error = exc
             if loaded.secondary.manifest_error is not None:
                 corrupt.append(loaded.secondary.manifest_error)
@@ -565,19 +566,17 @@ class SecondaryIndexes:
         columns: dict[tuple[str, str], FileFacts] = {}
         n = query.row_counts.astype(np.float64)
         for p in {(p.kind, p.column) for p in planned.values()}:
-            rows = usable.filter(
-                pc.and_(pc.equal(usable["index_type"], p[0]), pc.equal(usable["column"], p[1]))
-            )
+            rows = loaded.secondary.by_column.get(p)
+            if rows is None:
+                rows = loaded.secondary.by_column[p] = usable.filter(
+                    pc.and_(pc.equal(usable["index_type"], p[0]), pc.equal(usable["column"], p[1]))
+                )
             where = pc.index_in(cand_idx, value_set=rows["file_idx"])
             files = rows["index_file"].take(where).to_pylist()
             index_files[p] = [None if ch else f for f, ch in zip(files, changed, strict=True)]
             columns[p] = _facts(loaded, p, rows.take(where), changed, n, candidates)
         facts = {leaf: columns[(p.kind, p.column)] for leaf, p in planned.items()}
         absent = self._absent_keys(loaded, planned, candidates)
-        sizes = loaded.files["size"].to_numpy()[candidates].tolist()
-        mtimes = loaded.files["mtime"].combine_chunks().take(pa.array(candidates)).to_pylist()
-        expected = list(zip(query.paths, sizes, mtimes, strict=True))
-        # Index files the lookups would open: per leaf, candidates with one its blooms do not rule out.
         # Index files the lookups open: per leaf, candidates with one its blooms do not rule out.
         looked = [
             np.array(
@@ -592,6 +591,9 @@ class SecondaryIndexes:
         use, reconsider = _decide(bound, planned, facts, query, opened, lookups, absent)
         if not use.used and reconsider is None:
             return RowAnswer(None, use)
+        sizes = loaded.files["size"].to_numpy()[candidates].tolist()
+        mtimes = loaded.files["mtime"].combine_chunks().take(pa.array(candidates)).to_pylist()
+        expected = list(zip(query.paths, sizes, mtimes, strict=True))
         key_schemas = {
             (p.kind, p.column): pa.schema(
                 [pa.field(p.column, index_kind(p.kind).key_type(snap.schema.field(p.column).type))]
