@@ -267,7 +267,8 @@ def _step(step: str, table: Any, model: Model, files: list[Any], k: int) -> None
         table.clean(retention_seconds=0)
 
 
-@settings(max_examples=max(settings().max_examples // 50, 10))
+# No wall-clock deadline: every example builds and commits indexes (fsyncs), on a shared machine.
+@settings(max_examples=max(settings().max_examples // 50, 10), deadline=None)
 @given(
     files=st.lists(FILE, min_size=2, max_size=4),
     split=st.sampled_from(
@@ -387,7 +388,7 @@ def _text_table(values: list[str | None]) -> pa.Table:
     return pa.table({"t": pa.array(values, pa.string()), "n": pa.array(range(len(values)), pa.int64())})
 
 
-@settings(max_examples=max(settings().max_examples // 100, 10))
+@settings(max_examples=max(settings().max_examples // 100, 10), deadline=None)
 @given(
     files=TEXT_FILES,
     queries=st.lists(

@@ -156,7 +156,7 @@ class Work:
     whole: np.ndarray  # per candidate: statistics prove every row matches (counted unread)
     columns: int  # columns a read returns
     filter_columns: int  # columns the predicate reads
-    text_leaves: int  # word or substring leaves (costly to test per row)
+    text_leaves: int  # word leaves (contains_term: a tokenizer per row tested)
     total_files: int  # data files on disk (a plain scan)
     total_rows: int
 
