@@ -31,7 +31,7 @@ from index_store.secondary import UseRules
 from index_store.secondary.format import IndexFile
 
 FILES = 5
-ROWS = 20_000  # per file: 100,000 rows in all, above UseRules' min_candidate_rows
+ROWS = 20_000  # per file: 100,000 rows in all
 ALWAYS = UseRules(by_cost=False)  # use the index whenever it can
 
 
@@ -285,7 +285,7 @@ def test_explain_says_whether_the_index_was_used_and_why(spark: SparkSession, in
     used = read_plan(spark, indexed, "a = 5 AND b = 7")
     assert used.secondary_used
     text = used.explain()
-    assert "secondary index used: an estimated" in text
+    assert "secondary index used: at most" in text and "estimated cost: index" in text
     assert "(2 indexed predicate(s))" in text  # Spark's a IS NOT NULL, b IS NOT NULL: not looked up
     assert f"secondary index dropped {FILES - 1} files holding no matching row" in text
     assert f"Spark reads 1 of {FILES} files" in text
@@ -297,8 +297,7 @@ def test_explain_says_whether_the_index_was_used_and_why(spark: SparkSession, in
         return plan.secondary.use.explain()
 
     assert reason("x > 0.5") == "secondary index not used: no predicate on an indexed column"
-    assert "more than 20%" in reason("v > 10")  # most rows match: whole files are cheaper
-    assert "statistics already keep" in reason("a = 5 AND b = 7 AND id < 100")  # 20,000 rows
+    assert "is cheaper" in reason("v > 10")  # most rows match: the lookups save no file
     assert "too many lookups" in reason("v = 1 OR s = '001-1' OR n = 3", UseRules(max_predicates=2))
     assert reason("id < 0") == "secondary index not used: no file left after statistics"
 
