@@ -200,10 +200,10 @@ def choose(
         has = upper > 0
         decoded = float(np.minimum(n, upper * c.decode_unit).sum())
         index_ms = lookup_ms + int(has.sum()) * (c.read_file + per_file) + decoded * out_cols * c.value
-        if not exact or c.pushdown:
-            # The residual filter on the rows read; an engine's query (the SQL adapter) tests its
-            # WHERE on them too, exact or not.
-            index_ms += filtering(float(upper.sum()))
+        # The predicate tested on the rows read: the residual filter of an inexact selection, and
+        # an engine's own WHERE (the SQL adapter, Spark) exact or not; counted always (at worst
+        # the index looks a little dearer than it is).
+        index_ms += filtering(float(upper.sum()))
     read = ~work.whole if work.purpose in ("count", "exists") else np.ones(len(n), dtype=bool)
     pruning_ms = reading(float(read.sum()), n[read], upper[read])
     everything = np.array([float(work.total_rows)])
