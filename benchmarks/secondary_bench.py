@@ -97,7 +97,9 @@ from benchmarks.tag_bench import library_version, timed
 from hudi_expr import Expression, col
 from index_store import IndexedTable, open_table
 from index_store.datagen.tpch import generate, plain_schema
+from index_store.secondary.cost import Purpose
 from index_store.secondary.format import META_KEY, IndexFile
+from index_store.secondary.read import row_reader
 from index_store.secondary.rowsets import decode_bitmap, encode_bitmap, is_dense
 from index_store.secondary.select import UseRules
 
@@ -601,7 +603,10 @@ def measure_query(layout: Layout, q: Query, cons: Connections, opt: Settings) ->
     rows.append(
         Row(name, q.name, f"secondary index: t.{what}()", direct, total, split, reads.text(), answer_text)
     )
-    selection = layout.secondary.select(q.expr, UseRules() if q.kind == "rows" else None)
+    purpose: Purpose = "count" if q.kind == "count" else "exists" if q.kind == "exists" else "rows"
+    width = None if q.columns is None else len(q.columns)
+    rules = UseRules(purpose=purpose, columns=width, reader=row_reader().name)  # as t.read/count/exists
+    selection = layout.secondary.select(q.expr, rules)
     notes.append(f"- {name}, {q.name}: t.{what}(): " + selection.explain().replace("\n", "; "))
 
     # 3b. The secondary table through the adapter, which uses the index where it can.

@@ -50,6 +50,8 @@ class SecondaryCache:
     opened: dict[str, IndexFile] = field(default_factory=dict)  # index files opened, by path
     # Per index type, per column: the bloom filters of each live file's keys (None: not indexed).
     blooms: dict[str, dict[str, BloomFilterSet | None]] = field(default_factory=dict)
+    # Per (index type, column): the usable manifest's rows of that column (the cost's counts).
+    by_column: dict[tuple[str, str], pa.Table] = field(default_factory=dict)
 
 
 class LoadedVersion:

@@ -101,7 +101,9 @@ from hudi_expr import (
 from index_store import (
     IndexedTable,
     IndexStoreError,
+    UseRules,
 )
+from index_store.secondary.cost import Purpose
 from index_store.secondary.statements import CreateIndex, StatementError, parse_statement
 
 __all__ = [
@@ -355,10 +357,20 @@ def dynamic_pruning(state: _State) -> QueryPlan | None:
 def row_selection(state: _State) -> QueryPlan | None:
     """Prune each reference with its translated and derived filters, and select its rows by the
     secondary index where the rules say it pays. Where the index may answer alone, it is asked
-    regardless of the rules (which weigh reads)."""
-    answers = state.existence | ({id(state.counted.ref)} if state.counted is not None else set())
+    by the rules priced for that answer (``UseRules.purpose``: a count or EXISTS the index answers
+    alone reads nothing, so its lookups are weighed against reading the table's filter columns)."""
+    counted = id(state.counted.ref) if state.counted is not None else None
+
+    def rules(ref: TableRef, r: Registration) -> UseRules | None:
+        if r.rules is None:
+            return None
+        purpose: Purpose = (
+            "count" if id(ref) == counted else "exists" if id(ref) in state.existence else "rows"
+        )
+        return dataclasses.replace(r.rules, purpose=purpose, reader="duckdb")
+
     state.pruned = [
-        state.planner.finish(ref, r, t, state.derived.get(id(ref)), None if id(ref) in answers else r.rules)
+        state.planner.finish(ref, r, t, state.derived.get(id(ref)), rules(ref, r))
         for ref, r, t in zip(state.refs, state.read, state.translated, strict=True)
     ]
     return None

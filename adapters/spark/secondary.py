@@ -159,7 +159,8 @@ def skip_files(
     table: IndexedTable, expr: Expression, files: Sequence[str], rules: UseRules | None = None
 ) -> tuple[list[str], SecondarySkip]:
     """``files`` (kept by statistics for ``expr``) minus those the secondary index proves hold no
-    row where ``expr`` is TRUE, when ``rules`` (default ``UseRules()``) say the index pays.
+    row where ``expr`` is TRUE, when ``rules`` (default ``UseRules()``: by cost, priced as a reader
+    that decodes whole row groups) say the index pays.
 
     Only files whose selection is an empty row set are dropped: files without a usable index file
     (never built, rewritten since), files the index does not know, and any file ``select`` did not
@@ -175,6 +176,7 @@ def skip_files(
         return list(files), SecondarySkip(IndexUse(False, "no predicate on an indexed column"))
     try:
         lookups = without_implied_not_null(expr)
+        # Spark decodes the row groups of the files it reads, as pyarrow does: priced with its constants.
         selection = table.select(lookups, rules=rules or UseRules(), on_corrupt="keep_all")
     except IndexCorruptError as exc:
         return list(files), SecondarySkip(IndexUse(False, f"its manifest is unreadable ({exc.reason})"))

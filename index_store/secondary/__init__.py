@@ -5,6 +5,7 @@ The table-level API (``create_index``, ``build_index``, ``row_ids``, ``read``...
 definitions, index types, the index file format, building, and row selection.
 """
 
+from index_store.secondary.cost import Choice, Costs, calibrate, costs_for, stored_costs, use_costs
 from index_store.secondary.definitions import IndexDefinition, default_index_name
 from index_store.secondary.kinds import (
     IndexKind,
@@ -16,20 +17,31 @@ from index_store.secondary.kinds import (
     kinds,
     register_kind,
 )
+from index_store.secondary.read import ReadJob, RowReader, register_row_reader, row_reader
 from index_store.secondary.select import FileRows, IndexUse, UseRules
 
 __all__ = [
+    "Choice",
+    "Costs",
     "FileRows",
     "IndexDefinition",
     "IndexKind",
     "IndexUse",
     "KeyLookup",
+    "ReadJob",
+    "RowReader",
     "TermIndex",
     "UnsupportedColumnError",
     "UseRules",
     "ValueIndex",
+    "calibrate",
+    "costs_for",
     "default_index_name",
     "index_kind",
     "kinds",
     "register_kind",
+    "register_row_reader",
+    "row_reader",
+    "stored_costs",
+    "use_costs",
 ]

@@ -43,18 +43,17 @@ from index_store.partitions.secondary import (
     write_manifest,
 )
 from index_store.secondary.build import ComputeIndexFiles, FileTask, build_files
+from index_store.secondary.cost import FileFacts, Purpose, Work, bounds, choose, costs_for, integer_bounds
 from index_store.secondary.definitions import IndexDefinition, default_index_name
 from index_store.secondary.kinds import UnsupportedColumnError, index_kind
-from index_store.secondary.read import read_file_rows
+from index_store.secondary.read import ReadJob, row_reader
 from index_store.secondary.select import (
     FileRows,
     IndexUse,
     UseRules,
-    estimate,
     expand,
     plan_lookups,
     select_rows,
-    worker_pool,
 )
 from index_store.sources import RowAnswer, RowQuery, sourced_rows
 from index_store.tables.base import TableReader
@@ -131,8 +130,25 @@ class RowSelection:
                 f"rows selected by the index: {known:,}"
                 + (f" (plus every row of {unknown} files without a usable index file)" if unknown else "")
             )
+        reader = row_reader()
+        decoded = reader.decoded(read_jobs(self))
+        candidates = sum(self.row_counts)
+        lines.append(
+            f"rows a read decodes: {decoded:,} of {candidates:,} candidate rows ({reader.name} reader)"
+        )
         lines += self.corrupt
         return "\n".join(lines)
+
+
+def read_jobs(selection: RowSelection) -> list[ReadJob]:
+    """The files of ``selection`` that may hold a selected row, as reads of their positions."""
+    return [
+        ReadJob(path, n, None if rows.mask is None else np.flatnonzero(rows.mask), values, rows.exact)
+        for path, n, rows, values in zip(
+            selection.files, selection.row_counts, selection.rows, selection.partition_values, strict=True
+        )
+        if _maybe_rows(rows, n)
+    ]
 
 
 def _maybe_rows(rows: FileRows, n: int) -> bool:
@@ -477,6 +493,7 @@ class SecondaryIndexes:
                 self.usable_manifest(loaded)
             except IndexCorruptError as exc:
                 loaded.secondary.manifest = MANIFEST_SCHEMA.empty_table()  # as if none was built
+                loaded.secondary.by_column.clear()
                 loaded.secondary.manifest_error = exc
             if loaded.secondary.manifest_error is not None:
                 corrupt.append(loaded.secondary.manifest_error)
@@ -503,6 +520,8 @@ class SecondaryIndexes:
             rules,
             on_corrupt,
             self,
+            cand.whole[candidates],
+            cand.total,
         )
         found = sourced_rows(query)
         # Files whose statistics prove every row matches: all rows, exactly (counted unread).
@@ -542,37 +561,39 @@ class SecondaryIndexes:
         ]
         planned = plan_lookups(bound, definitions)
         changed = query.changed
-        candidate_rows = int(query.row_counts.sum())
         cand_idx = pa.array(loaded.file_idx[candidates], pa.int64())
         index_files: dict[tuple[str, str], list[str | None]] = {}
-        counts: dict[tuple[str, str], pa.Table] = {}
+        columns: dict[tuple[str, str], FileFacts] = {}
+        n = query.row_counts.astype(np.float64)
         for p in {(p.kind, p.column) for p in planned.values()}:
-            rows = usable.filter(
-                pc.and_(pc.equal(usable["index_type"], p[0]), pc.equal(usable["column"], p[1]))
-            )
+            rows = loaded.secondary.by_column.get(p)
+            if rows is None:
+                rows = loaded.secondary.by_column[p] = usable.filter(
+                    pc.and_(pc.equal(usable["index_type"], p[0]), pc.equal(usable["column"], p[1]))
+                )
             where = pc.index_in(cand_idx, value_set=rows["file_idx"])
             files = rows["index_file"].take(where).to_pylist()
             index_files[p] = [None if ch else f for f, ch in zip(files, changed, strict=True)]
-            counts[p] = rows.filter(pc.is_in(rows["file_idx"], value_set=cand_idx))
+            columns[p] = _facts(loaded, p, rows.take(where), changed, n, candidates)
+        facts = {leaf: columns[(p.kind, p.column)] for leaf, p in planned.items()}
         absent = self._absent_keys(loaded, planned, candidates)
+        # Index files the lookups open: per leaf, candidates with one its blooms do not rule out.
+        looked = [
+            np.array(
+                [rel is not None and not (leaf in absent and absent[leaf][j])
+                 for j, rel in enumerate(index_files[(p.kind, p.column)])],
+                dtype=bool,
+            )
+            for leaf, p in planned.items()
+        ]  # fmt: skip
+        opened = max((int(m.sum()) for m in looked), default=0)
+        lookups = (sum(int(m.sum()) for m in looked), sum(float(n[m].sum()) for m in looked))
+        use, reconsider = _decide(bound, planned, facts, query, opened, lookups, absent)
+        if not use.used and reconsider is None:
+            return RowAnswer(None, use)
         sizes = loaded.files["size"].to_numpy()[candidates].tolist()
         mtimes = loaded.files["mtime"].combine_chunks().take(pa.array(candidates)).to_pylist()
         expected = list(zip(query.paths, sizes, mtimes, strict=True))
-        # Index files the lookups would open: per leaf, candidates with one its blooms do not rule out.
-        opened = max(
-            (
-                sum(
-                    1
-                    for j, rel in enumerate(index_files[(p.kind, p.column)])
-                    if rel is not None and not (leaf in absent and absent[leaf][j])
-                )
-                for leaf, p in planned.items()
-            ),
-            default=0,
-        )
-        use = _decide(bound, planned, counts, candidate_rows, len(candidates), query.rules, opened)
-        if not use.used:
-            return RowAnswer(None, use)
         key_schemas = {
             (p.kind, p.column): pa.schema(
                 [pa.field(p.column, index_kind(p.kind).key_type(snap.schema.field(p.column).type))]
@@ -594,7 +615,15 @@ class SecondaryIndexes:
             expected,
             corrupt,
         )
-        return RowAnswer(selected, use, tuple(_scanned(exc) for exc in corrupt))
+        notes = tuple(_scanned(exc) for exc in corrupt)
+        if reconsider is not None:
+            # The bound left the choice open and the lookups were cheap: now the rows are known.
+            use = reconsider(
+                [r.count if r.count is not None else int(c) for r, c in zip(selected, n, strict=True)]
+            )
+            if not use.used:
+                return RowAnswer(None, use, notes)
+        return RowAnswer(selected, use, notes)
 
     def _absent_keys(
         self, loaded: LoadedVersion, planned: Mapping[Predicate, Any], candidates: np.ndarray
@@ -629,8 +658,24 @@ class SecondaryIndexes:
         """The rows where ``expr`` is TRUE, reading only the row groups that hold selected rows
         (when the index pays, by ``rules``; otherwise whole candidate files)."""
         require_file_reads(self.reader, "reading rows (read)")
-        selection = self.select(expr, rules or UseRules())
+        if rules is None:
+            rules = self.rules_for("rows", expr, columns)
+        selection = self.select(expr, rules)
         return self._read_selection(selection, expr, columns)
+
+    def rules_for(self, purpose: Purpose, expr: Expression, columns: Sequence[str] | None = ()) -> UseRules:
+        """The rules ``read`` (``purpose="rows"``), ``count`` and ``exists`` use: the cheapest path by
+        cost, priced for the reader that would read (``row_reader()``) and the columns read."""
+        width = self._width(expr, columns, extra=purpose == "rows")
+        return UseRules(purpose=purpose, columns=width, reader=row_reader().name)
+
+    def _width(self, expr: Expression, columns: Sequence[str] | None, extra: bool = True) -> int:
+        """How many columns a read of ``expr``'s rows decodes: ``columns`` (None: every one) and
+        the columns the predicate needs (only those when ``extra`` is False: a count)."""
+        schema = self._load().snap.schema
+        refs = _top_fields(schema, expr.bind(schema).references())
+        wanted = list(schema.names) if columns is None else list(columns)
+        return len(dict.fromkeys((wanted if extra else []) + refs)) or 1
 
     def _read_selection(
         self, selection: RowSelection, expr: Expression, columns: Sequence[str] | None
@@ -644,33 +689,21 @@ class SecondaryIndexes:
                 )
         bound = expr.bind(schema)
         needed = list(dict.fromkeys(wanted + _top_fields(schema, bound.references())))
-        filter_expr = bound.to_pyarrow()
         out_schema = pa.schema([schema.field(c) for c in wanted])
-        jobs = [
-            (path, rows, values)
-            for path, n, rows, values in zip(
-                selection.files, selection.row_counts, selection.rows, selection.partition_values, strict=True
-            )
-            if _maybe_rows(rows, n)
-        ]
-
-        def one(job: tuple[str, FileRows, dict[str, Any]]) -> pa.Table:
-            path, rows, values = job
-            positions = None if rows.mask is None else np.flatnonzero(rows.mask)
-            residual = None if rows.exact else filter_expr
-            return read_file_rows(path, positions, needed, values, schema, residual).select(wanted)
-
-        # pyarrow releases the GIL while it reads and decodes: a few files at once.
-        parts = [one(j) for j in jobs] if len(jobs) <= 1 else list(worker_pool().map(one, jobs))
-        if not parts:
+        jobs = read_jobs(selection)
+        if not jobs:
             return out_schema.empty_table()
-        return pa.concat_tables(parts).cast(out_schema)
+        table, _ = row_reader().read(jobs, needed, schema, bound)
+        return table.select(wanted).cast(out_schema)
 
     def count(self, expr: Expression) -> int:
         """Rows where ``expr`` is TRUE: from the index alone for files whose selection is exact (and
         from row counts where statistics prove every row matches), reading only the others."""
         require_file_reads(self.reader, "counting rows (count)")
-        selection = self.select(expr)
+        selection = self.select(
+            expr,
+            UseRules(purpose="count", columns=self._width(expr, [], extra=False), reader=row_reader().name),
+        )
         total = 0
         rest = []
         for i, rows in enumerate(selection.rows):
@@ -685,7 +718,10 @@ class SecondaryIndexes:
     def exists(self, expr: Expression) -> bool:
         """Is there a row where ``expr`` is TRUE? From the index alone when an exact selection has one."""
         require_file_reads(self.reader, "testing whether a row exists (exists)")
-        selection = self.select(expr)
+        selection = self.select(
+            expr,
+            UseRules(purpose="exists", columns=self._width(expr, [], extra=False), reader=row_reader().name),
+        )
         if any(
             r.exact and _maybe_rows(r, n) for r, n in zip(selection.rows, selection.row_counts, strict=True)
         ):
@@ -693,7 +729,13 @@ class SecondaryIndexes:
         rest = [
             i for i, r in enumerate(selection.rows) if not r.exact and _maybe_rows(r, selection.row_counts[i])
         ]
-        return any(self._count_reading(selection, expr, [i]) for i in rest)
+        # Files a few at a time, more each round: a match in the first files stops the reading.
+        start, step = 0, 4
+        while start < len(rest):
+            if self._count_reading(selection, expr, rest[start : start + step]):
+                return True
+            start, step = start + step, step * 2
+        return False
 
     def _count_reading(self, selection: RowSelection, expr: Expression, which: list[int]) -> int:
         schema = self._load().snap.schema
@@ -736,21 +778,61 @@ def _rows_of(path: str) -> int:
     return int(pq.ParquetFile(path).metadata.num_rows)
 
 
+def _facts(
+    loaded: LoadedVersion,
+    key: tuple[str, str],
+    rows: pa.Table,
+    changed: np.ndarray,
+    n: np.ndarray,
+    candidates: np.ndarray,
+) -> FileFacts:
+    """What the manifest (``rows``: one per candidate, null where it has no index file) and the
+    column statistics say about one indexed column of each candidate."""
+
+    def counts(name: str) -> np.ndarray:
+        return pc.fill_null(rows[name], 0).to_numpy(zero_copy_only=False).astype(np.float64)
+
+    indexed = pc.is_valid(rows["file_idx"]).to_numpy(zero_copy_only=False) & ~np.asarray(changed, bool)
+    low = high = None
+    stats = loaded.columns.get(key[1])
+    if key[0] == "value" and stats is not None:
+        found = integer_bounds(stats.min.take(pa.array(candidates)), stats.max.take(pa.array(candidates)))
+        if found is not None:
+            low, high = found
+    return FileFacts(
+        key[0],
+        np.where(indexed, counts("row_count"), n),
+        counts("distinct"),
+        counts("null_rows"),
+        counts("pairs"),
+        counts("max_rows"),
+        indexed,
+        low,
+        high,
+    )
+
+
 def _decide(
     bound: Expression,
-    planned: Any,
-    counts: Any,
-    candidate_rows: int,
-    files: int,
-    rules: UseRules | None,
+    planned: Mapping[Predicate, Any],
+    facts: Mapping[Predicate, FileFacts],
+    query: RowQuery,
     opened: int = 0,
-) -> IndexUse:
-    lookups = {str(leaf): p.kind for leaf, p in planned.items()}
+    lookups: tuple[int, float] = (0, 0.0),
+    absent: Mapping[Predicate, np.ndarray] | None = None,
+) -> tuple[IndexUse, Reconsider | None]:
+    """Whether the index is used: RFC-51's rule on the number of indexed leaves, then by cost.
+    When the bound says no but the expected count says yes and the lookups cost at most
+    ``PROBE_SHARE`` of the read, also a second opinion to ask once the lookups' exact counts are
+    known (``Reconsider``): the bound on selected rows may be loose."""
+    rules = query.rules
+    candidate_rows = int(query.row_counts.sum())
+    named = {str(leaf): p.kind for leaf, p in planned.items()}
     n = len(planned)
     if not n:
-        return IndexUse(False, "no predicate on an indexed column", 0, None, candidate_rows, lookups)
+        return IndexUse(False, "no predicate on an indexed column", 0, None, candidate_rows, named), None
     if rules is None:
-        return IndexUse(True, f"{n} indexed predicate(s) looked up", n, None, candidate_rows, lookups)
+        return IndexUse(True, f"{n} indexed predicate(s) looked up", n, None, candidate_rows, named), None
     if n > rules.max_predicates:
         return IndexUse(
             False,
@@ -758,47 +840,74 @@ def _decide(
             n,
             None,
             candidate_rows,
-            lookups,
-        )
-    if candidate_rows < rules.min_candidate_rows:
-        return IndexUse(
-            False,
-            f"column statistics already keep {files} file(s) with {candidate_rows:,} rows: "
-            "reading them is cheaper",
-            n,
-            None,
-            candidate_rows,
-            lookups,
-        )
-    if opened > rules.max_index_files:
+            named,
+        ), None
+    if rules.max_index_files is not None and opened > rules.max_index_files:
         return IndexUse(
             False,
             f"lookups would open {opened:,} index files, more than {rules.max_index_files}: scanning "
-            "the candidate files is cheaper",
+            "the candidate files instead",
             n,
             None,
             candidate_rows,
-            lookups,
-        )
-    guess = estimate(bound, planned, counts, candidate_rows)
-    if guess > rules.max_selected_fraction * candidate_rows:
-        return IndexUse(
-            False,
-            f"an estimated {guess:,.0f} of {candidate_rows:,} candidate rows match, more than "
-            f"{rules.max_selected_fraction:.0%}: reading whole files is cheaper",
-            n,
-            guess,
-            candidate_rows,
-            lookups,
-        )
-    return IndexUse(
-        True,
-        f"an estimated {guess:,.0f} of {candidate_rows:,} candidate rows match ({n} indexed predicate(s))",
-        n,
-        guess,
-        candidate_rows,
-        lookups,
+            named,
+        ), None
+    upper, expected = bounds(bound, facts, query.row_counts, absent)
+    leaves = list(bound.leaves())
+    exact = all(leaf in planned and planned[leaf].lookup.exact for leaf in leaves)
+    schema = query.loaded.snap.schema
+    work = Work(
+        rules.purpose,
+        query.row_counts,
+        query.whole if query.whole is not None else np.zeros(len(query.candidates), dtype=bool),
+        rules.columns if rules.columns is not None else len(schema.names),
+        len(bound.references()),
+        sum(1 for leaf in leaves if leaf.op in _TEXT_OPS),
+        max(query.total_files, len(query.candidates)),
+        max(int(pc.sum(query.loaded.row_count).as_py() or 0), candidate_rows),
     )
+    costs = rules.costs or costs_for(rules.reader)
+    choice = choose(costs, work, upper, expected, lookups[0], lookups[1], exact)
+    said = f"at most {choice.selected_upper:,.0f} of {candidate_rows:,} candidate rows match"
+    if not rules.by_cost:
+        reason = f"{said} (used whatever it costs)"
+        return IndexUse(True, reason, n, choice.selected_upper, candidate_rows, named, choice=choice), None
+    if choice.path == "index":
+        reason = f"{said} ({n} indexed predicate(s)): the index is cheaper"
+        return IndexUse(True, reason, n, choice.selected_upper, candidate_rows, named, choice=choice), None
+    alone = "a plain scan" if choice.path == "scan" else "pruning by statistics and blooms alone"
+    reason = f"{said}: {alone} is cheaper"
+    refused = IndexUse(False, reason, n, choice.selected_upper, candidate_rows, named, choice=choice)
+    hopeful = choose(costs, work, expected, expected, lookups[0], lookups[1], exact)
+    if hopeful.path != "index" or choice.lookup_ms > PROBE_SHARE * choice.pruning_ms:
+        return refused, None  # not even the expected count would choose the index
+
+    def reconsider(counts: Sequence[int]) -> IndexUse:
+        found = np.asarray(counts, dtype=np.float64)
+        second = choose(costs, work, found, found, 0, 0.0, exact)  # the lookups are done
+        used = second.index_ms < second.pruning_ms
+        path = "index" if used else choice.path
+        second = dataclasses.replace(
+            second, path=path, index_ms=second.index_ms + choice.lookup_ms, lookup_ms=choice.lookup_ms
+        )
+        looked = f"looked up ({choice.lookup_ms:,.1f} ms estimated): {found.sum():,.0f} rows selected"
+        if used:
+            reason = f"{looked}: reading them is cheaper (a bound of {choice.selected_upper:,.0f} was not)"
+        else:
+            reason = f"{looked}: {alone} is still cheaper"
+        return IndexUse(used, reason, n, float(found.sum()), candidate_rows, named, choice=second)
+
+    return refused, reconsider
+
+
+# Lookups that cost at most this share of reading the candidates are made when the bound alone
+# does not choose the index: the exact counts they give may (at most this much slower otherwise).
+PROBE_SHARE = 0.25
+Reconsider = Callable[[Sequence[int]], IndexUse]
+
+
+# Leaves whose per-row test tokenizes text (a regex over words), priced as ``Costs.text_value``.
+_TEXT_OPS = frozenset({"contains_term", "not_contains_term"})
 
 
 def _meta_commit(snap: Snapshot, operation: Operation, config: IndexConfig, **changes: Any) -> Commit:

@@ -1,24 +1,118 @@
-"""Reading exactly the selected rows of base files: only the row groups holding them, then ``take``.
+"""Reading exactly the selected rows of base files, through a ``RowReader``.
 
-Parquet readers in pyarrow read whole row groups (no page skipping from Python), so a selection
-reads the row groups that hold at least one selected row, takes the rows, and applies the residual
-filter when the selection is a superset (candidates of a term index, or leaves no index answers).
-Partition values, which hive-partitioned files do not store, are added as constant columns.
+The built-in reader is pyarrow's: parquet readers in pyarrow read whole row groups (no page
+skipping from Python), so a selection reads the row groups that hold at least one selected row,
+takes the rows, and applies the residual filter when the selection is a superset (candidates of a
+term index, or leaves no index answers). An engine that reads rows by position faster registers
+its reader (``register_row_reader``; the DuckDB adapter does on import, with ``read_parquet(...,
+file_row_number = true)`` filtered on the positions, which decodes only the vectors holding
+them); ``row_reader()`` is the last registered. Partition values, which hive-partitioned files do
+not store, are added as constant columns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hudi_expr import Expression
 from index_store.errors import TableFormatError
 
-__all__ = ["conform", "read_file_rows", "row_groups_of"]
+__all__ = [
+    "ReadJob",
+    "RowReader",
+    "conform",
+    "read_file_rows",
+    "register_row_reader",
+    "row_groups_of",
+    "row_reader",
+]
+
+
+@dataclass(frozen=True)
+class ReadJob:
+    """One file's rows to read: ``positions`` (ascending; None: every row) of its ``row_count``."""
+
+    path: str
+    row_count: int
+    positions: np.ndarray | None
+    partition_values: Mapping[str, Any]
+    exact: bool  # the positions are exactly the matching rows (no residual filter needed)
+
+
+class RowReader(Protocol):
+    """Reads selected rows of files. ``name`` picks its cost constants (``cost.costs_for``)."""
+
+    name: str
+
+    def read(
+        self, jobs: Sequence[ReadJob], columns: Sequence[str], schema: pa.Schema, predicate: Expression
+    ) -> tuple[pa.Table, int]:
+        """``columns`` (of ``schema``) of the jobs' rows, inexact jobs' rows filtered by
+        ``predicate`` (bound to ``schema``), and how many rows were decoded (per column, at most)."""
+        ...
+
+    def decoded(self, jobs: Sequence[ReadJob]) -> int:
+        """How many rows (per column) reading ``jobs`` decodes, without reading them."""
+        ...
+
+
+class PyarrowRows:
+    """The built-in reader: the row groups holding selected rows, a few files at once."""
+
+    name = "pyarrow"
+
+    def read(
+        self, jobs: Sequence[ReadJob], columns: Sequence[str], schema: pa.Schema, predicate: Expression
+    ) -> tuple[pa.Table, int]:
+        from index_store.secondary.select import worker_pool
+
+        residual = predicate.to_pyarrow()
+
+        def one(job: ReadJob) -> pa.Table:
+            filtered = None if job.exact else residual
+            return read_file_rows(job.path, job.positions, columns, job.partition_values, schema, filtered)
+
+        # pyarrow releases the GIL while it reads and decodes: a few files at once.
+        parts = [one(j) for j in jobs] if len(jobs) <= 1 else list(worker_pool().map(one, jobs))
+        out_schema = pa.schema([schema.field(c) for c in columns])
+        table = pa.concat_tables(parts) if parts else out_schema.empty_table()
+        return table, self.decoded(jobs)
+
+    def decoded(self, jobs: Sequence[ReadJob]) -> int:
+        total = 0
+        for job in jobs:
+            if job.positions is None:
+                total += job.row_count
+            elif len(job.positions):
+                try:
+                    md = pq.ParquetFile(job.path).metadata
+                except (OSError, pa.ArrowException):
+                    total += job.row_count
+                    continue
+                groups, _ = row_groups_of(md, job.positions)
+                total += sum(md.row_group(g).num_rows for g in groups)
+        return total
+
+
+_READERS: list[RowReader] = [PyarrowRows()]
+
+
+def register_row_reader(reader: RowReader) -> None:
+    """Make ``reader`` the one ``IndexedTable.read``/``count``/``exists`` read selected rows with
+    (an engine adapter registers its own; the last registered is used)."""
+    _READERS[:] = [r for r in _READERS if r.name != reader.name] + [reader]
+
+
+def row_reader() -> RowReader:
+    """The reader of selected rows: the last registered (pyarrow's when none was)."""
+    return _READERS[-1]
 
 
 def row_groups_of(md: pq.FileMetaData, positions: np.ndarray) -> tuple[list[int], np.ndarray]:

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from hudi_expr import AlwaysFalse, AlwaysTrue, And, Expression, Or, Predicate
 from index_store.errors import IndexCorruptError
+from index_store.secondary.cost import Choice, Costs, Purpose
 from index_store.secondary.definitions import IndexDefinition
 from index_store.secondary.format import IndexFile, open_cached
 from index_store.secondary.kinds import KeyLookup, index_kind
@@ -32,12 +32,17 @@ __all__ = ["FileRows", "IndexUse", "UseRules", "plan_lookups", "select_rows", "w
 
 @dataclass(frozen=True)
 class UseRules:
-    """When the index pays (RFC-51's rule-based optimizer): used only if every rule allows it."""
+    """When the index is used: RFC-51's rule (more than ``max_predicates`` indexed leaves: never),
+    then by cost (``index_store.secondary.cost``): the index path only when its cost, with the
+    rows selected bounded from above, is below reading the candidate files whole."""
 
     max_predicates: int = 10  # more indexed leaves than this: too many lookups (the RFC's rule)
-    min_candidate_rows: int = 65_536  # statistics keep fewer rows than this: just read them
-    max_selected_fraction: float = 0.2  # estimated selected rows above this share: read the files
-    max_index_files: int = 256  # lookups would open more index files than this: scan instead
+    by_cost: bool = True  # False: use the index whenever a leaf can be looked up (tests, forcing)
+    purpose: Purpose = "rows"  # what the rows are for: a count or an EXISTS may need no read
+    columns: int | None = None  # columns a read needs (None: every column of the table)
+    reader: str = "pyarrow"  # whose constants price the reads ("duckdb" for the SQL adapter)
+    costs: Costs | None = None  # None: the process's constants for ``reader`` (``costs_for``)
+    max_index_files: int | None = None  # a hard cap on index files opened (None: by cost alone)
 
 
 @dataclass(frozen=True)
@@ -64,10 +69,12 @@ class IndexUse:
     candidate_rows: int = 0
     lookups: dict[str, str] = field(default_factory=dict)  # leaf -> index type that answers it
     source: str = "secondary index"
+    choice: Choice | None = None  # the cost-based choice, when one was made
 
     def explain(self) -> str:
         head = f"{self.source} used" if self.used else f"{self.source} not used"
-        return f"{head}: {self.reason}"
+        line = f"{head}: {self.reason}"
+        return line if self.choice is None else f"{line}\n{self.choice.text()}"
 
 
 @dataclass(frozen=True)
@@ -230,36 +237,3 @@ def expand(rows: FileRows, row_count: int) -> np.ndarray:
     if len(rows.mask) == 0:
         return np.zeros(0, dtype=np.uint64)
     return np.flatnonzero(rows.mask).astype(np.uint64)
-
-
-def estimate(
-    bound: Expression,
-    planned: Mapping[Predicate, _Planned],
-    counts: Mapping[tuple[str, str], pa.Table],
-    candidate_rows: float,
-) -> float:
-    """Expected selected rows over the candidates, from the manifest's per-file counts."""
-
-    def leaf(p: Predicate) -> float:
-        plan = planned.get(p)
-        table = counts.get((plan.kind, plan.column)) if plan is not None else None
-        if plan is None or table is None or not len(table):
-            return candidate_rows
-        arrays = [
-            table[c].to_numpy().astype(np.float64) for c in ("row_count", "distinct", "null_rows", "pairs")
-        ]
-        found = float(index_kind(plan.kind).estimate(p, *arrays).sum())
-        unindexed = candidate_rows - float(pc.sum(table["row_count"]).as_py() or 0)
-        return found + max(unindexed, 0.0)
-
-    def walk(e: Expression) -> float:
-        if isinstance(e, Predicate):
-            return leaf(e)
-        if isinstance(e, AlwaysFalse):
-            return 0.0
-        if isinstance(e, AlwaysTrue):
-            return candidate_rows
-        values = [walk(c) for c in e.children]
-        return min(values) if isinstance(e, And) else min(candidate_rows, sum(values))
-
-    return walk(bound)

@@ -71,6 +71,8 @@ class RowQuery:
     rules: UseRules | None  # when a source that costs lookups should answer (None: always)
     on_corrupt: Literal["raise", "scan", "keep_all"]
     secondary: SecondaryIndexes
+    whole: np.ndarray | None = None  # per candidate: statistics prove every row matches
+    total_files: int = 0  # data files on disk (what a plain scan reads)
 
 
 @dataclass(frozen=True)

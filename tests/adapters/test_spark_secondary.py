@@ -31,8 +31,8 @@ from index_store.secondary import UseRules
 from index_store.secondary.format import IndexFile
 
 FILES = 5
-ROWS = 20_000  # per file: 100,000 rows in all, above UseRules' min_candidate_rows
-ALWAYS = UseRules(min_candidate_rows=0, max_selected_fraction=1.0)  # use the index whenever it can
+ROWS = 20_000  # per file: 100,000 rows in all
+ALWAYS = UseRules(by_cost=False)  # use the index whenever it can
 
 
 def _file(k: int, rows: int = ROWS, seed: int = 0, shift: int = 0) -> pa.Table:
@@ -285,7 +285,7 @@ def test_explain_says_whether_the_index_was_used_and_why(spark: SparkSession, in
     used = read_plan(spark, indexed, "a = 5 AND b = 7")
     assert used.secondary_used
     text = used.explain()
-    assert "secondary index used: an estimated" in text
+    assert "secondary index used: at most" in text and "estimated cost: index" in text
     assert "(2 indexed predicate(s))" in text  # Spark's a IS NOT NULL, b IS NOT NULL: not looked up
     assert f"secondary index dropped {FILES - 1} files holding no matching row" in text
     assert f"Spark reads 1 of {FILES} files" in text
@@ -297,8 +297,7 @@ def test_explain_says_whether_the_index_was_used_and_why(spark: SparkSession, in
         return plan.secondary.use.explain()
 
     assert reason("x > 0.5") == "secondary index not used: no predicate on an indexed column"
-    assert "more than 20%" in reason("v > 10")  # most rows match: whole files are cheaper
-    assert "statistics already keep" in reason("a = 5 AND b = 7 AND id < 100")  # 20,000 rows
+    assert "is cheaper" in reason("v > 10")  # most rows match: the lookups save no file
     assert "too many lookups" in reason("v = 1 OR s = '001-1' OR n = 3", UseRules(max_predicates=2))
     assert reason("id < 0") == "secondary index not used: no file left after statistics"
 
@@ -326,9 +325,10 @@ def test_files_without_an_index_file_are_kept(spark: SparkSession, fresh: Indexe
         assert _ids(read(spark, fresh, where, rules=ALWAYS)) == _full(spark, fresh, where), where
 
     assert build_secondary_index(spark, fresh) is not None  # indexes part-9 only
-    assert _names(read(spark, fresh, "a = 5 AND b = 8")) == ["part-3.parquet"]
-    assert _names(read(spark, fresh, "a = 5 AND b = 7")) == ["part-2.parquet", "part-9.parquet"]
-    assert _names(read(spark, fresh, "v = 778")) == ["part-3.parquet"]
+    # (Forced: on these small files the default, by cost, may read rather than look up.)
+    assert _names(read(spark, fresh, "a = 5 AND b = 8", rules=ALWAYS)) == ["part-3.parquet"]
+    assert _names(read(spark, fresh, "a = 5 AND b = 7", rules=ALWAYS)) == ["part-2.parquet", "part-9.parquet"]
+    assert _names(read(spark, fresh, "v = 778", rules=ALWAYS)) == ["part-3.parquet"]
 
 
 def test_a_file_rewritten_after_indexing_is_kept(spark: SparkSession, fresh: IndexedTable) -> None:
@@ -347,8 +347,9 @@ def test_a_file_rewritten_after_indexing_is_kept(spark: SparkSession, fresh: Ind
         assert _ids(prune(original, fresh, rules=ALWAYS)) == _full(spark, fresh, where), where
 
     fresh.sync()  # statistics current again; its index file is for the old content: unused
-    # (The default rules now count all 20,000 rows of part-1 as selected: over 20%, unused.)
-    assert "more than 20%" in read_plan(spark, fresh, both).secondary.use.reason
+    # (The default rules count all 20,000 rows of part-1 as possibly selected: its file is read.)
+    choice = read_plan(spark, fresh, both).secondary.use.choice
+    assert choice is not None and choice.selected_upper >= ROWS
     assert _names(read(spark, fresh, both, rules=ALWAYS)) == ["part-1.parquet", "part-2.parquet"]
     assert _names(read(spark, fresh, "a = 5 AND b = 6", rules=ALWAYS)) == ["part-1.parquet"]
     for where in SOME:

@@ -4,6 +4,7 @@ index is used, reading selected rows, and a real Hudi table (DuckDB's ``file_row
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import re
@@ -22,6 +23,7 @@ import pytest
 from adapters.duckdb import register_macros
 from hudi_expr import Expression, col
 from index_store import IndexDefinitionError, IndexedTable, UseRules, open_table
+from index_store.secondary.cost import stored_costs
 from index_store.secondary.format import IndexFile
 
 ROWS = 60  # per file
@@ -273,37 +275,41 @@ def test_dropping_one_of_two_definitions_keeps_the_shared_files(table: IndexedTa
 def test_rules_decide_when_the_index_pays_and_explain_why(table: IndexedTable) -> None:
     table.create_index(["a", "s", "d", "u"])
     table.build_index(progress=False)
-    cheap = UseRules(min_candidate_rows=0)
+    # Constants under which lookups cost nothing: the index is chosen whenever it reads less.
+    free = dataclasses.replace(
+        stored_costs("pyarrow"), lookup_file=0.0, lookup_row=0.0, read_file=1.0, scan_file=1.0, decode_unit=1
+    )
+    cheap = UseRules(costs=free)
 
     selective = col("a") == 2
     used = table.select(selective, cheap)
     assert used.use.used and used.exact
-    assert used.explain().startswith("secondary index used: an estimated")
+    assert used.explain().startswith("secondary index used: at most")
+    assert "estimated cost: index" in used.explain()
 
-    # Statistics leave few rows: reading them is cheaper (180 rows < the default 65,536).
-    few = table.select(selective, UseRules())
-    assert not few.use.used and not few.exact
-    assert "reading them is cheaper" in few.explain()
+    # Lookups that cost more than reading the candidates: pruning alone is chosen.
+    dear = table.select(selective, UseRules(costs=dataclasses.replace(free, lookup_file=1e6)))
+    assert not dear.use.used and not dear.exact
+    assert "alone is cheaper" in dear.explain() or "plain scan is cheaper" in dear.explain()
 
-    # An estimated large share of the rows: reading whole files is cheaper.
-    broad = table.select(col("a").is_not_null(), cheap)
+    # Most rows may match and a read decodes whole files around them: the index saves nothing.
+    whole_files = UseRules(costs=dataclasses.replace(free, decode_unit=1_000_000, lookup_file=1.0))
+    broad = table.select(col("a").is_not_null(), whole_files)
     assert not broad.use.used
-    assert "reading whole files is cheaper" in broad.explain()
+    assert "is cheaper" in broad.explain()
 
     # More than max_predicates indexed leaves: too many lookups.
     ten = (col("a") == -3) & (col("s") == "x")
     for k in range(-2, 2):  # no two of these leaves merge into one
         ten = ten | ((col("a") == k) & (col("u") == k + 2))
-    at_limit = table.select(ten, UseRules(min_candidate_rows=0, max_selected_fraction=1.0))
+    at_limit = table.select(ten, UseRules(by_cost=False))
     assert at_limit.use.indexed_leaves == 10 and at_limit.use.used
     many = ten & (col("d") != dt.date(2024, 1, 2))
     crowded = table.select(many, cheap)
     assert crowded.use.indexed_leaves == 11
     assert not crowded.use.used
     assert "11 indexed predicates, more than 10" in crowded.explain()
-    assert table.select(
-        many, UseRules(max_predicates=11, min_candidate_rows=0, max_selected_fraction=1)
-    ).use.used
+    assert table.select(many, UseRules(max_predicates=11, by_cost=False)).use.used
 
     # Without rules (row_ids) the index is always used; and read() answers the same either way.
     assert table.select(col("a").is_not_null()).use.used
@@ -333,7 +339,7 @@ def test_read_with_columns_and_row_groups(tmp_path: Path) -> None:
     t.create_index(["a", "s"])
     t.build_index(progress=False)
     expr = (col("a") == -3) & (col("s") != "y")
-    force = UseRules(min_candidate_rows=0, max_selected_fraction=1.0)
+    force = UseRules(by_cost=False)
     out = t.read(expr, columns=["u", "s"], rules=force)
     assert out.column_names == ["u", "s"]  # the predicate's column a is not returned
     want = _read_all(t).filter(expr.bind(t.snapshot().schema).to_pyarrow()).select(["u", "s"])
@@ -356,7 +362,7 @@ def test_read_on_a_hive_partitioned_table_returns_partition_columns(tmp_path: Pa
         t.create_index("region")
     t.create_index(["a", "s"])
     t.build_index(progress=False)
-    force = UseRules(min_candidate_rows=0, max_selected_fraction=1.0)
+    force = UseRules(by_cost=False)
     everything = pa.concat_tables(
         pq.read_table(root / f"region={r}" / f"f{k}.parquet").append_column("region", pa.array([r] * ROWS))
         for k, r in enumerate(["eu", "us", "eu"])
@@ -522,7 +528,7 @@ def test_dense_row_sets_and_many_index_row_groups(tmp_path: Path, monkeypatch: p
     for expr in cases:
         assert _ids(t, expr) == _truth(t, expr), str(expr)
         assert t.count(expr) == sum(len(v) for v in _truth(t, expr).values()), str(expr)
-    force = UseRules(min_candidate_rows=0, max_selected_fraction=1.0)
+    force = UseRules(by_cost=False)
     expr = col("many") == 500
     want = pq.read_table(root / "big.parquet").filter(expr.bind(t.snapshot().schema).to_pyarrow())
     assert _rows(t.read(expr, rules=force)) == _rows(want)

@@ -20,11 +20,11 @@ def test_too_many_index_files_to_open_means_no_index(tmp_path: Path) -> None:
     t.build(progress=False)
     t.create_index("k")
     t.build_index(progress=False)
-    every_file = UseRules(min_candidate_rows=0, max_selected_fraction=1.0, max_index_files=5)
+    every_file = UseRules(by_cost=False, max_index_files=5)
     use = t.select(col("k") == 1, rules=every_file).use
     assert not use.used
     assert "6 index files, more than 5" in use.reason
-    assert t.select(col("k") == 1, rules=UseRules(min_candidate_rows=0, max_selected_fraction=1.0)).use.used
+    assert t.select(col("k") == 1, rules=UseRules(by_cost=False)).use.used
     assert len(t.read(col("k") == 1, rules=every_file)) == 6 * 33
 
 
