@@ -29,6 +29,7 @@ from index_store.hudi_log import (
     INSTANT,
     IS_DELETE,
     ORDERING_VALUE,
+    PARTITION_PATH,
     RECORD_KEY,
     BlockFate,
     DataRows,
@@ -39,7 +40,7 @@ from index_store.hudi_log import (
     decode_block,
     read_log_file,
 )
-from index_store.hudi_log.records import content_records, promoted_type, stack_records
+from index_store.hudi_log.records import OrderingTypeError, content_records, promoted_type, stack_records
 from index_store.record_key import RecordKeySpec
 from index_store.tables.hudi_files import parse_log_file_name
 
@@ -152,13 +153,13 @@ def log_file_records(
             if isinstance(content, DataRows) and ordering_field in content.rows.column_names:
                 types.append(content.rows.schema.field(ordering_field).type)
             table = content_records(content, block.instant, key_spec=spec, ordering_field=ordering_field)
-            tables.append(table.select([RECORD_KEY, ORDERING_VALUE, IS_DELETE, INSTANT]))
+            tables.append(table.select([RECORD_KEY, PARTITION_PATH, ORDERING_VALUE, IS_DELETE, INSTANT]))
             block_idx.append(i)
             counts.append(table.num_rows)
         stacked = stack_records(tables, promoted_type(types))
     except FileNotFoundError:
         raise TableFormatError(f"log file {path} disappeared while indexing; run sync again") from None
-    except (LogFormatError, ValueError):
+    except (LogFormatError, OrderingTypeError):
         return None
     n = np.asarray(counts, dtype=np.int64)
     starts = np.repeat(np.cumsum(n) - n, n)
