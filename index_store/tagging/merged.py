@@ -96,9 +96,12 @@ class MergedTagging:
         (``exact``: the sources' answer needs no verification)."""
         start = time.perf_counter()
         keep = self.slice_of[file_pos] >= 0 if file_pos.size else np.zeros(0, dtype=bool)
-        by_source = (key_idx[keep], self.slice_of[file_pos[keep]], self.is_base[file_pos[keep]])
+        # Per pair, bit 1: the base file may hold the key; bit 2: it does (an exact source named it).
+        named = self.is_base[file_pos[keep]].astype(np.int8) * (3 if exact else 1)
+        by_source = (key_idx[keep], self.slice_of[file_pos[keep]], named)
         by_partition = self._by_partition(query)
-        pair_key, pair_slice, in_base = _merged_pairs(by_source, by_partition, n_slices=len(self.slices))
+        pair_key, pair_slice, flags = _merged_pairs(by_source, by_partition, n_slices=len(self.slices))
+        in_base, surely = (flags & 1) > 0, (flags & 2) > 0
         # Only the candidate slices become locations: the result's cost follows the batch.
         chosen = unique_sorted(pair_slice)
         candidates = [self.slices[int(i)] for i in chosen]
@@ -125,7 +128,7 @@ class MergedTagging:
                 pair_key[fast],
                 pair_slice[fast],
                 in_base[fast],
-                exact,
+                surely[fast],
             )
             if self.logs is not None and fast.any()
             else None
@@ -156,7 +159,7 @@ class MergedTagging:
         n_keys, fallback = len(query.keys), self.unlocated
         if not fallback.size or not n_keys:
             empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, np.zeros(0, dtype=bool)
+            return empty, empty, np.zeros(0, dtype=np.int8)
         if query.partitions is None:
             key_idx = np.repeat(np.arange(n_keys, dtype=np.int64), fallback.size)
             which = np.tile(np.arange(fallback.size), n_keys)
@@ -173,25 +176,25 @@ class MergedTagging:
             key_idx = np.repeat(np.arange(n_keys, dtype=np.int64), count)
             first = np.repeat(np.cumsum(count) - count, count)
             which = order[np.repeat(low, count) + np.arange(key_idx.size) - first]
-        return key_idx, fallback[which], self.unlocated_base[which]
+        return key_idx, fallback[which], self.unlocated_base[which].astype(np.int8)
 
 
 def _merged_pairs(
     *parts: tuple[np.ndarray, np.ndarray, np.ndarray], n_slices: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct (key, slice) pairs of ``parts``, each with whether any part said its base
-    file may hold the key."""
+    """The distinct (key, slice) pairs of ``parts``, each with its parts' flags or-ed (bit 1: the
+    base file may hold the key, bit 2: it does)."""
     codes = np.concatenate([k.astype(np.int64) * max(n_slices, 1) + s for k, s, _ in parts])
     flags = np.concatenate([b for _, _, b in parts])
     if not codes.size:
         empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, np.zeros(0, dtype=bool)
+        return empty, empty, np.zeros(0, dtype=np.int8)
     order = np.argsort(codes, kind="stable")
     ordered = codes[order]
     starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
-    in_base = np.maximum.reduceat(flags[order].astype(np.int8), starts).astype(bool)
+    merged = np.bitwise_or.reduceat(flags[order].astype(np.int8), starts)
     distinct = ordered[starts]
-    return distinct // max(n_slices, 1), distinct % max(n_slices, 1), in_base
+    return distinct // max(n_slices, 1), distinct % max(n_slices, 1), merged
 
 
 def merged_tagging(

@@ -16,7 +16,7 @@ verification reads them.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,6 +71,18 @@ class SliceLogs:
         log_rank[at[known]] = ranks[known]
         return cls(stored, slice_of, log_rank, complete)
 
+    def only(self, chosen: np.ndarray) -> SliceLogs:
+        """The same, holding only the records of the slices ``chosen`` (what a task is sent)."""
+        wanted = np.zeros(self.complete.size + 1, dtype=bool)
+        wanted[chosen] = True  # slice_of -1 (a file in no slice) reads the last, False
+
+        def of(rows: pa.Table) -> pa.Table:
+            return rows.filter(pa.array(wanted[self.slice_of[rows.column("file_pos").to_numpy()]]))
+
+        stored = self.stored
+        kept = StoredLogRecords(stored.stored, of(stored.records), of(stored.rollbacks))
+        return SliceLogs(kept, self.slice_of, self.log_rank, self.complete)
+
 
 @dataclass(frozen=True)
 class StoredDecision:
@@ -87,18 +99,19 @@ class StoredDecision:
 def decide_from_stored(
     table: SliceTable,
     logs: SliceLogs,
-    slices: Sequence[FileSlice],
+    slices: Sequence[FileSlice] | Mapping[int, FileSlice],
     keys: pa.StringArray,
     key_idx: np.ndarray,
     slice_pos: np.ndarray,
     in_base: np.ndarray,
-    exact: bool,
+    surely: np.ndarray,
     workers: int | None = None,
 ) -> StoredDecision:
     """Of the candidate pairs (``keys[key_idx[j]]``, ``slices[slice_pos[j]]``; every slice
-    ``complete``), which hold the key's latest live record. ``in_base``: the sources named the
-    slice's base file for the key; ``exact``: their answer is exact (nothing to verify)."""
-    n_pairs, n_slices = key_idx.size, max(len(slices), 1)
+    ``complete``), which hold the key's latest live record. ``in_base``: the slice's base file may
+    hold the key; ``surely``: it does (an exact source named it: nothing to verify). ``slices``:
+    the table's slices by position (a mapping holding the candidates' will do)."""
+    n_pairs, n_slices = key_idx.size, max(logs.complete.size, 1)
     distinct = pc.unique(keys)
     key_codes = _codes(keys, distinct)
     pair_codes = key_codes[key_idx] * n_slices + slice_pos
@@ -119,9 +132,11 @@ def decide_from_stored(
 
     # Base rows: known from an exact source, else (or when event time needs its value) read.
     ordered_by_event = table.rule.ordering_field is not None
-    read = in_base & (~exact | (ordered_by_event & has_log))
+    read = in_base & (~surely | (ordered_by_event & has_log))
     assumed = np.flatnonzero(in_base & ~read)
-    base = _read_bases(table, slices, keys, key_idx, slice_pos, read, order, sorted_codes, distinct, workers)
+    base = _read_bases(
+        table, slices, keys, key_idx, slice_pos, read, order, sorted_codes, distinct, n_slices, workers
+    )
 
     codes = np.concatenate([rec_pair, assumed, base.pairs])
     positions = np.concatenate(
@@ -237,7 +252,7 @@ class _BaseRows:
 
 def _read_bases(
     table: SliceTable,
-    slices: Sequence[FileSlice],
+    slices: Sequence[FileSlice] | Mapping[int, FileSlice],
     keys: pa.StringArray,
     key_idx: np.ndarray,
     slice_pos: np.ndarray,
@@ -245,6 +260,7 @@ def _read_bases(
     order: np.ndarray,
     sorted_codes: np.ndarray,
     distinct: pa.Array,
+    n_slices: int,
     workers: int | None,
 ) -> _BaseRows:
     """The base rows of the pairs ``read``, each base file read once for its keys."""
@@ -256,7 +272,6 @@ def _read_bases(
     ordered = slice_pos[by_slice]
     starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
     bounds = np.append(starts, by_slice.size)
-    n_slices = max(len(slices), 1)
 
     def one(i: int) -> tuple[np.ndarray, np.ndarray, pa.Array, int, int]:
         pairs = by_slice[bounds[i] : bounds[i + 1]]
