@@ -8,9 +8,10 @@ records are then ordered by (log file's place in the slice, block, record), afte
 
 The base file's row of a key: the record index is exact, so a base file it names holds the key and
 nothing is read, unless the merge orders by event time and the key has counted log records (the
-base row's ordering value decides then: only that column is read, in the row groups that may hold
-the key). Key ranges and bloom filters only name candidates: those base files are read as
-verification reads them.
+base row's ordering value decides then, unless a log record of the key has no ordering value (a
+delete Hudi wrote without one applies in write order, after the base row): only that column is
+read, in the row groups that may hold the key). Key ranges and bloom filters only name
+candidates: those base files are read as verification reads them.
 """
 
 from __future__ import annotations
@@ -129,10 +130,14 @@ def decide_from_stored(
     rec_pair = order[at[hit]]
     records = records.filter(pa.array(hit))
     has_log = np.bincount(rec_pair, minlength=n_pairs) > 0
+    # A log record without an ordering value applies in write order: the base row before it can
+    # no longer win (``merge_rule``), so its value is not needed.
+    no_value = records.column("ordering").is_null().to_numpy(zero_copy_only=False)
+    after_no_value = np.bincount(rec_pair[no_value], minlength=n_pairs) > 0
 
     # Base rows: known from an exact source, else (or when event time needs its value) read.
     ordered_by_event = table.rule.ordering_field is not None
-    read = in_base & (~surely | (ordered_by_event & has_log))
+    read = in_base & (~surely | (ordered_by_event & has_log & ~after_no_value))
     assumed = np.flatnonzero(in_base & ~read)
     base = _read_bases(
         table, slices, keys, key_idx, slice_pos, read, order, sorted_codes, distinct, n_slices, workers
