@@ -1,6 +1,7 @@
 """Tagging a merge-on-read table: the index sources' candidate (key, file) pairs become candidate
-(key, file slice) pairs, and ``slices.locate_in_slices`` decides which slice holds each key's
-latest live record.
+(key, file slice) pairs, and which slice holds each key's latest live record is decided from the
+log records the index stores (``stored.decide_from_stored``) for slices whose every log file it
+holds, by reading the slice (``slices.locate_in_slices``) for the others.
 
 Where candidate slices come from:
 
