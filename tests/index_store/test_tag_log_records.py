@@ -137,6 +137,23 @@ def test_a_tag_decided_from_stored_records_opens_no_log_file(copy_table: Callabl
     assert {k for k, f in zip(keys, result["file_id"].to_pylist(), strict=True) if f} == live & set(keys)
 
 
+def test_compaction_keeps_the_live_log_files_records(copy_table: Callable[[str], Path]) -> None:
+    """After a sync adds a log file (a delete of id 3) and a compaction, one ``log_records`` file
+    holds both log files' rows: the tag is still decided from them, the delete counted."""
+    root = copy_table(V6)
+    t = open_table(root)
+    t.build(progress=False, record_index=True)
+    append_log(root, V6_GROUP, V6_BASE_INSTANT, 2, _delete_of_3())
+    delta_commit(root, INSTANT)
+    t.sync(progress=False)
+    assert len(t.snapshot().live["log_records"]) == 2
+    t.compact()
+    assert len(t.snapshot().live["log_records"]) == 1
+    result = open_table(root).tag(["3", "1"])
+    assert result["file_id"].to_pylist() == [None, V6_GROUP[1]]
+    assert tag_stats(result).log_files_read == 0
+
+
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "kind"])
 def test_a_damaged_log_records_partition_is_a_typed_error(
     copy_table: Callable[[str], Path], damage: str
