@@ -25,6 +25,7 @@ from index_store.hudi_log import (
     encode_delete_block,
     frame,
 )
+from index_store.partitions import REGISTRY
 from index_store.tagging import tag_stats
 
 INSTANT = "20250122000000000"
@@ -135,6 +136,25 @@ def test_a_tag_decided_from_stored_records_opens_no_log_file(copy_table: Callabl
     holders = snapshot(root)
     live = {str(i) for i in holders["id"].to_pylist()}
     assert {k for k, f in zip(keys, result["file_id"].to_pylist(), strict=True) if f} == live & set(keys)
+
+
+def test_an_index_without_the_partition_reads_the_log_files(copy_table: Callable[[str], Path]) -> None:
+    """An index built before ``log_records`` existed (built here with it unregistered): the same
+    tags, from the log files read."""
+    root = copy_table(V6)
+    append_log(root, V6_GROUP, V6_BASE_INSTANT, 2, _delete_of_3())
+    delta_commit(root, INSTANT)
+    partition = next(p for p in REGISTRY if p.name == "log_records")
+    REGISTRY.unregister("log_records")
+    try:
+        t = open_table(root)
+        t.build(progress=False, record_index=True)
+    finally:
+        REGISTRY.register(partition)
+    assert not t.snapshot().live.get("log_records")
+    result = open_table(root).tag(["3", "1"])
+    assert result["file_id"].to_pylist() == [None, V6_GROUP[1]]
+    assert tag_stats(result).log_files_read == 2
 
 
 def test_compaction_keeps_the_live_log_files_records(copy_table: Callable[[str], Path]) -> None:
