@@ -112,12 +112,22 @@ def decide_from_stored(
     ``complete``), which hold the key's latest live record. ``in_base``: the slice's base file may
     hold the key; ``surely``: it does (an exact source named it: nothing to verify). ``slices``:
     the table's slices by position (a mapping holding the candidates' will do)."""
-    n_pairs, n_slices = key_idx.size, max(logs.complete.size, 1)
+    n_slices = max(logs.complete.size, 1)
     distinct = pc.unique(keys)
-    key_codes = _codes(keys, distinct)
-    pair_codes = key_codes[key_idx] * n_slices + slice_pos
-    order = np.argsort(pair_codes, kind="stable")
-    sorted_codes = pair_codes[order]
+    # A key repeated in the batch makes pairs of one (key, slice): each is decided once.
+    sorted_codes, inverse = np.unique(
+        _codes(keys, distinct)[key_idx] * n_slices + slice_pos, return_inverse=True
+    )
+    inverse = inverse.reshape(-1)
+    n_pairs = sorted_codes.size
+    order = np.arange(n_pairs)
+    first = np.zeros(n_pairs, dtype=np.int64)
+    first[inverse[::-1]] = np.arange(key_idx.size)[::-1]
+    key_idx, slice_pos = key_idx[first], slice_pos[first]
+    flags = np.zeros((2, n_pairs), dtype=bool)
+    np.logical_or.at(flags[0], inverse, in_base)
+    np.logical_or.at(flags[1], inverse, surely)
+    in_base, surely = flags[0], flags[1]
 
     # The counted stored records of the wanted keys in the candidate slices.
     records = _counted(table, logs, np.unique(slice_pos), distinct)
@@ -165,7 +175,9 @@ def decide_from_stored(
     winner = latest_records(codes.astype(np.int64), positions, ordering, n_pairs)
     live = winner >= 0
     live[live] = ~deletes[winner[live]]
-    return StoredDecision(live, base.opened, base.read, base.row_groups, base.bytes_read, len(records))
+    return StoredDecision(
+        live[inverse], base.opened, base.read, base.row_groups, base.bytes_read, len(records)
+    )
 
 
 def _codes(values: pa.Array | pa.ChunkedArray, distinct: pa.Array) -> np.ndarray:

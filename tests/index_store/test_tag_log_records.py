@@ -157,6 +157,20 @@ def test_an_index_without_the_partition_reads_the_log_files(copy_table: Callable
     assert tag_stats(result).log_files_read == 2
 
 
+@pytest.mark.parametrize("using", ["bloom", "record"])
+def test_a_key_repeated_in_the_batch_is_tagged_each_time(
+    copy_table: Callable[[str], Path], using: str
+) -> None:
+    root = copy_table(V6)
+    append_log(root, V6_GROUP, V6_BASE_INSTANT, 2, _delete_of_3())
+    delta_commit(root, INSTANT)
+    t = open_table(root)
+    t.build(progress=False, record_index=using == "record")
+    result = t.tag(["1", "3", "1", "3", "1"], using=using)  # type: ignore[arg-type]
+    assert result["file_id"].to_pylist() == [V6_GROUP[1], None, V6_GROUP[1], None, V6_GROUP[1]]
+    assert tag_stats(result).log_files_read == 0
+
+
 def test_compaction_keeps_the_live_log_files_records(copy_table: Callable[[str], Path]) -> None:
     """After a sync adds a log file (a delete of id 3) and a compaction, one ``log_records`` file
     holds both log files' rows: the tag is still decided from them, the delete counted."""
