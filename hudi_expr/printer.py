@@ -33,8 +33,9 @@ from hudi_expr.visitors import ExpressionVisitor, visit
 __all__ = ["format_literal", "quote_column", "to_sql"]
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# DuckDB's reserved keywords (duckdb_keywords(), 2.0) and a few more that Spark reserves: a column
-# named like one is quoted. Quoting more than needed is harmless; quoting less is a syntax error.
+# DuckDB's reserved and type-function keywords (duckdb_keywords(), 2.0; a bare ``at`` or ``by``
+# is a syntax error) and a few more that Spark reserves: a column named like one is quoted.
+# Quoting more than needed is harmless; quoting less is a syntax error.
 _RESERVED = frozenset(
     """all analyse analyze and any array as asc asymmetric both case cast check collate column
     constraint create default deferrable desc describe distinct do else end except false fetch for
@@ -43,7 +44,9 @@ _RESERVED = frozenset(
     returning select show some summarize symmetric table then to trailing true union unique unpivot
     using variadic when where window with between cross current_date current_time current_timestamp
     current_user escape exists full ilike inner interval is join left like natural outer right
-    session_user user""".split()  # noqa: SIM905 - a word list reads better as text
+    session_user user anti asof at authorization binary by collation columns concurrently freeze
+    generated glob isnull map notnull overlaps positional semi similar struct tablesample try_cast
+    tuple unpack verbose""".split()  # noqa: SIM905 - a word list reads better as text
 )
 # Precedence: a child binding more loosely than its parent gets parentheses.
 _OR, _AND, _NOT, _ATOM = 1, 2, 3, 4

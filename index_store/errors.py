@@ -147,6 +147,34 @@ class UnsupportedLogBlockError(LogFormatError):
     (Java-serialized keys), a block type or command unknown here."""
 
 
+class HFileError(TableFormatError):
+    """An HFile (the base files of Hudi's metadata table, ``.hoodie/metadata``, and the content of
+    its log files' HFile data blocks) that cannot be read."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        where = path or "(bytes not read from a file)"
+        super().__init__(f"HFile {where}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class HFileCorruptError(HFileError):
+    """An HFile that is truncated or damaged: a trailer or block magic that is not there, lengths
+    that run past the file, a block that does not decompress. Never read as if it were whole."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(
+            path,
+            f"{reason}; the file is truncated or damaged: restore it, or rebuild Hudi's metadata table "
+            "(hudi-cli: metadata delete, then metadata create) so it is rewritten",
+        )
+
+
+class UnsupportedHFileError(HFileError):
+    """A well-formed HFile of a kind this library does not read: a major version other than 3, a
+    compression codec it has no decompressor for, cells with MVCC timestamps."""
+
+
 class IndexSourceError(IndexStoreError, ValueError):
     """The list of index sources (``index_store.sources``) cannot do what is asked: a name taken
     twice, or no source left that answers a question (one of the built-in ones unregistered)."""
@@ -164,3 +192,38 @@ class MergedReaderMissingError(IndexStoreError, ImportError):
             "Pruning and the index work without it; so does query_type='read_optimized' (base files only)."
         )
         self.root = root
+
+
+class MetadataTableError(TableFormatError):
+    """Hudi's metadata table (``.hoodie/metadata``) cannot be read as Hudi reads it: no metadata
+    table, a record that does not decode against ``HoodieMetadata.avsc``, an entry that
+    contradicts the table's own listing (a record index entry pointing at a replaced file group)."""
+
+
+class MetadataPartitionUnavailableError(MetadataTableError):
+    """A metadata table partition that is not there to read: not built
+    (``hoodie.table.metadata.partitions``) or still being built
+    (``hoodie.table.metadata.partitions.inflight``). Hudi itself does not read such a partition."""
+
+    def __init__(self, table: str, partition: str, reason: str) -> None:
+        super().__init__(
+            f"the metadata table of {table} has no usable {partition!r} partition ({reason}): use the "
+            "data table's own files (hudi-index build), or let Hudi finish building the partition"
+        )
+        self.table = table
+        self.partition = partition
+        self.reason = reason
+
+
+class MetadataOutOfStepError(MetadataTableError):
+    """The metadata table does not reflect the data table's latest completed commit (a writer with
+    the metadata table disabled, a failed metadata update): its listing and indexes would miss
+    files, so they are not used."""
+
+    def __init__(self, table: str, reason: str) -> None:
+        super().__init__(
+            f"the metadata table of {table} is out of step with its data table ({reason}): read the "
+            "data table's own listing (hudi-index build), or let a Hudi writer re-sync the metadata table"
+        )
+        self.table = table
+        self.reason = reason

@@ -65,6 +65,7 @@ _BY_TYPE = {
     "CUSTOM_AVRO": "by_count",
     "GLOBAL_DELETE": "prefixed",
     "GLOBAL_DELETE_AVRO": "prefixed",
+    "HOODIE_TABLE_METADATA": "simple",  # the metadata table's: its records' "key" field, verbatim
 }
 _CLASS_TYPES = {
     "org.apache.hudi.keygen.SimpleKeyGenerator": "SIMPLE",
@@ -79,6 +80,7 @@ _CLASS_TYPES = {
     "org.apache.hudi.keygen.CustomAvroKeyGenerator": "CUSTOM_AVRO",
     "org.apache.hudi.keygen.GlobalDeleteKeyGenerator": "GLOBAL_DELETE",
     "org.apache.hudi.keygen.GlobalAvroDeleteKeyGenerator": "GLOBAL_DELETE_AVRO",
+    "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator": "HOODIE_TABLE_METADATA",
 }
 # Where a table records the single-field ComplexKeyGenerator encoding (FIELD_PREFIXED or
 # VALUE_ONLY); proposed for Hudi (apache/hudi#19304) under either name, authoritative when present.

@@ -29,7 +29,7 @@ from adapters.duckdb.plans import TablePlan
 from adapters.duckdb.registration import NO_INDEX, IndexUnusedWarning, Registration, prune
 from adapters.duckdb.rows import ROW_COLUMN, Reads, RowRead, first_row, plan_reads
 from adapters.duckdb.scope import TableRef, column_refs, walk_dicts
-from adapters.duckdb.serialized import Class, Key, column_names
+from adapters.duckdb.serialized import Class, Key, column_aliases, column_names
 from adapters.duckdb.splice import quote_name
 from adapters.translation import walker as walker_module
 from hudi_expr import (
@@ -160,12 +160,12 @@ class Planner:
                 continue
             used.append(conjunct_text)
             bound.append(expr)
-        self._check(unchecked, registration, ref.alias)
+        self._check(unchecked, registration, ref)
         translated = Translated(schema, used, bound, not_used, exact)
         translated.result = prune(registration.table, translated.predicate)
         return translated
 
-    def _check(self, conjuncts: list[dict[str, Any]], registration: Registration, alias: str) -> None:
+    def _check(self, conjuncts: list[dict[str, Any]], registration: Registration, ref: TableRef) -> None:
         """Raise ``InvalidPredicateError`` (also the DuckDB error) for a conjunct DuckDB refuses.
 
         The conjuncts the index used were bound and their constants evaluated; a conjunct it could
@@ -183,8 +183,11 @@ class Planner:
         # VALUES, not SELECT: DuckDB folds a comparison with a column it knows is NULL (statistics)
         # without evaluating the constant, and would not raise.
         nulls = ", ".join(f"CAST(NULL AS {t})" for _, t in registration.columns)
-        names = ", ".join(quote_name(c) for c, _ in registration.columns)
-        source = f" FROM (VALUES ({nulls})) AS {quote_name(alias)}({names})"
+        # The names the query sees: ``t AS x(a, b)`` renames the first columns.
+        aliases = column_aliases(ref.node)
+        visible = aliases + [c for c, _ in registration.columns][len(aliases) :]
+        names = ", ".join(quote_name(c) for c in visible)
+        source = f" FROM (VALUES ({nulls})) AS {quote_name(ref.alias)}({names})"
 
         def run(nodes: list[dict[str, Any]]) -> duckdb.Error | None:
             select = select_text(nodes)

@@ -42,6 +42,7 @@ class TablePlan:
     reads: Reads | None = field(default=None, repr=False, compare=False)  # None: ``result``'s files
     direct: str = ""  # why the registered view is read as it is (DuckDB alone), "" when rewritten
     glob: str = ""  # a direct read's glob that reads the view's files without its hidden-file filter
+    columns: tuple[str, ...] | None = None  # a merge-on-read read's columns (None: every one)
 
     @property
     def index_used(self) -> bool:
@@ -57,8 +58,12 @@ class TablePlan:
             lines += [f"  note: {line}" for line in self.result.notes() if line != self.result.note]
         if self.note:
             lines.append(f"  note: {self.note}")
-        if self.direct:
+        if self.direct and self.columns is not None:
+            lines.append(f"  note: every slice read, listed at each scan as the view does: {self.direct}")
+        elif self.direct:
             lines.append(f"  note: run by DuckDB directly: {self.direct}")
+        if self.columns is not None:
+            lines.append(f"  columns read: {', '.join(self.columns) or '(none: rows counted)'}")
         if self.glob:
             lines.append(f"  note: read as {self.glob} (every data file, no hidden one, at one depth)")
         lines += [f"  {text}" for text in (self.index, self.rows, self.answer) if text]

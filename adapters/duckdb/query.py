@@ -19,7 +19,9 @@ are not). References the planner does not rewrite (inside PIVOT, with TABLESAMPL
 registered view, and so does a reference the index cannot narrow: every file kept and no row
 selection, or only hive partitions pruned (DuckDB prunes those itself from the folder names). The
 view then costs what DuckDB alone costs, where a spliced list of files would add parsing and
-planning it (``str(plan)`` says "run by DuckDB directly" and why).
+planning it (``str(plan)`` says "run by DuckDB directly" and why). A merge-on-read table's view
+is the exception: it reads every column of a stream DuckDB cannot project, so its references read
+a stream of only the columns the query uses (``adapters.duckdb.columns``, ``merged``), pruned or not.
 
 Each reference's plan lists every WHERE/ON conjunct that names one of its columns: used, or not
 used with the reason (``scope`` places them; ``planner.Planner`` says why a part did not translate).
@@ -48,6 +50,7 @@ import duckdb
 
 from adapters.duckdb.answers import CountQuery, count_query, existence_references
 from adapters.duckdb.clock import pin_time
+from adapters.duckdb.columns import used_columns
 from adapters.duckdb.dynamic import (
     Context,
     Derived,
@@ -138,7 +141,8 @@ def plan(con: duckdb.DuckDBPyConnection, query: str, params: Any = None) -> Quer
     The filtered, smaller side of an equi-join or an uncorrelated ``IN (SELECT ...)`` is evaluated
     first, on ``con``, and its keys prune the registered side (``adapters.duckdb.dynamic``). A
     reference the index cannot narrow (every file kept, or only hive partitions DuckDB prunes
-    itself) reads the registered view, as DuckDB alone would.
+    itself) reads the registered view, as DuckDB alone would; but a merge-on-read table's reads a
+    stream of only the columns the query uses, as every reference to one does.
     An index statement (``CREATE INDEX``, ``DROP INDEX``, ``SHOW INDEXES``, ``REFRESH INDEX``, see
     ``index_store.secondary.statements``) on a registered table is planned to run on it.
     """
@@ -193,6 +197,7 @@ class _State:
     tables: tuple[TablePlan, ...] = field(init=False)
     rewritten: str = field(init=False)  # the query with the spliced references
     spliced: list[TableRef] = field(init=False)
+    columns: list[tuple[str, ...] | None] = field(init=False)  # each reference's used (None: all)
 
     @property
     def shown(self) -> str:
@@ -336,7 +341,13 @@ def dynamic_pruning(state: _State) -> QueryPlan | None:
         state.derived = {}
         return None
     state.derived = _derive(
-        state.con, state.refs, state.read, state.translated, state.found.cte_names, state.planner
+        state.con,
+        state.refs,
+        state.read,
+        state.translated,
+        state.columns,
+        state.found.cte_names,
+        state.planner,
     )
     return None
 
@@ -372,18 +383,25 @@ def glob_or_splice(state: _State) -> QueryPlan | None:
     narrow reads the registered view (or a glob of its files), and with none spliced the query
     runs as written."""
     state.tables = tuple(
-        _direct((p.exists() if id(ref) in state.existence else None) or p.read(), r, p)
-        for ref, r, p in zip(state.refs, state.read, state.pruned, strict=True)
+        _projected(_direct((p.exists() if id(ref) in state.existence else None) or p.read(), r, p), r, used)
+        for ref, r, p, used in zip(state.refs, state.read, state.pruned, state.columns, strict=True)
     )
     spliced = [
         (ref, r, t)
         for ref, r, t in zip(state.refs, state.read, state.tables, strict=True)
-        if not t.direct or t.glob
+        if not t.direct or t.glob or t.columns is not None
     ]
     if not spliced:
         return state.as_written("", state.tables)
     state.spliced = [ref for ref, _, _ in spliced]
     state.rewritten = splice(state.query, state.spliced, [kept_read(r, t) for _, r, t in spliced])
+    return None
+
+
+def column_use(state: _State) -> QueryPlan | None:
+    """The columns each reference may read (``adapters.duckdb.columns``): a merge-on-read table's
+    stream is asked for those alone, as DuckDB cannot push a projection into it."""
+    state.columns = used_columns(state.statement, state.refs, [[c for c, _ in r.columns] for r in state.read])
     return None
 
 
@@ -408,6 +426,7 @@ PASSES: tuple[Callable[[_State], QueryPlan | None], ...] = (
     splice_check,
     answerable,
     translation,
+    column_use,
     dynamic_pruning,
     row_selection,
     count_answer,
@@ -437,11 +456,22 @@ def _direct(table: TablePlan, registration: Registration, pruned: Pruned) -> Tab
     return dataclasses.replace(table, direct=why, glob=uniform_glob(registration) or "") if why else table
 
 
+def _projected(table: TablePlan, registration: Registration, used: tuple[str, ...] | None) -> TablePlan:
+    """``table`` reading only the ``used`` columns of a merge-on-read table (None: every one), which
+    is spliced in even where the index keeps every slice: the registered view reads every column
+    (DuckDB pushes no projection into its stream); a table of parquet files is left as it is
+    (DuckDB's scan of them reads only the columns the query uses)."""
+    if registration.merged is None or used is None or table.answer:
+        return table
+    return dataclasses.replace(table, columns=used)
+
+
 def _derive(
     con: duckdb.DuckDBPyConnection,
     refs: Sequence[TableRef],
     read: Sequence[Registration],
     translated: Sequence[Translated],
+    columns: Sequence[tuple[str, ...] | None],
     cte_names: set[str],
     planner: Planner,
 ) -> dict[int, tuple[list[Derived], list[Refusal]]]:
@@ -469,9 +499,9 @@ def _derive(
         result = None if k is None else translated[k].result
         if k is None or result is None or not result.index_used or result.kept >= result.total:
             return ""  # the registered view, every file
-        return kept_read(
-            read[k], TablePlan(read[k].name, other.alias, result.kept, result.total, (), (), result)
-        )
+        table = TablePlan(read[k].name, other.alias, result.kept, result.total, (), (), result)
+        # Its keys query names only columns of the statement: those the reference uses.
+        return kept_read(read[k], _projected(table, read[k], columns[k]))
 
     def relation(text: str) -> duckdb.DuckDBPyRelation:
         return _plan(con, text, None, dynamic=False).relation()

@@ -61,6 +61,7 @@ class Key:
     REF_TYPE: Final = "ref_type"
     CONDITION: Final = "condition"
     USING_COLUMNS: Final = "using_columns"
+    RELATION_NAME: Final = "relation_name"  # of a qualified star: t.*
     SUBQUERY: Final = "subquery"
     # expressions
     CHILDREN: Final = "children"
@@ -111,6 +112,7 @@ class Class:
     LAMBDA: Final = "LAMBDA"
     WINDOW: Final = "WINDOW"
     STAR: Final = "STAR"
+    POSITIONAL_REFERENCE: Final = "POSITIONAL_REFERENCE"  # #1: a column by its position
     TYPE: Final = "TYPE"
 
 

@@ -59,7 +59,9 @@ def kept_read(registration: Registration, table: TablePlan) -> str:
     """The text of a read of ``table``'s files (or selected rows) with the registered schema, as a
     subquery: one ``read_parquet`` per ``RowRead``, their rows put together by ``UNION ALL``."""
     if registration.merged is not None:  # merge-on-read (issue 23): the kept slices, merged
-        return registration.merged.kept_read(table.result, registration.columns)
+        return registration.merged.kept_read(
+            table.result, registration.columns, table.columns, live=bool(table.direct)
+        )
     nulls = "SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {quote_name(c)}" for c, t in registration.columns)
     if table.glob:
         return f"(SELECT * FROM read_parquet({sql_string(table.glob)}, {registration.options}))"

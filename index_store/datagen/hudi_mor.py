@@ -4,7 +4,9 @@ of upserts and deletes, and ``.hoodie/`` (``hoodie.properties``, the timeline of
 
 ``write_mor_table(root, rows, ...)`` writes ``rows`` as base files in a first delta commit (a
 merge-on-read table's inserts are delta commits too), cut into about ``file_groups`` file groups
-per partition in proportion to its rows, each a run of rows sorted by ``cluster_by``. Each
+per partition in proportion to its rows, each a run of rows sorted by ``cluster_by``; with
+``insert_into="log_only"`` as log files only, a file group per partition (a table with no base
+file at all, as the bucket index writes one). Each
 ``DeltaCommit`` then appends one log file to every file group it touches: one Avro data block of
 its updates and inserts, one delete block of its deletes. ``MorTable.append`` adds more later.
 
@@ -650,6 +652,7 @@ def write_mor_table(
     file_groups: int = 1,
     cluster_by: str | None = None,
     commits: Sequence[DeltaCommit] = (),
+    insert_into: Literal["base", "log_only"] = "base",
     hive_style: bool = True,
     table_version: int = 9,
     table_name: str | None = None,
@@ -659,12 +662,21 @@ def write_mor_table(
 ) -> MorTable:
     """Write a merge-on-read table at ``root``: ``rows`` as about ``file_groups`` base files per
     partition (rows sorted by ``cluster_by``, else by key, and cut in runs), then ``commits``.
-    Instants start at ``start`` (default: now, UTC), a second apart; file ids follow ``seed``."""
+    ``insert_into="log_only"`` writes ``rows`` as one file group of log files per partition
+    instead (no base file). Instants start at ``start`` (default: now, UTC), a second apart; file
+    ids follow ``seed``."""
     root = Path(root)
     if table_version not in TABLE_VERSIONS:
         raise ValueError(f"table_version must be one of {TABLE_VERSIONS}, not {table_version}")
     if file_groups < 1:
         raise ValueError(f"file_groups must be at least 1, got {file_groups}")
+    if insert_into not in ("base", "log_only"):
+        raise ValueError(f"insert_into is 'base' or 'log_only' for the first commit, not {insert_into!r}")
+    if insert_into == "log_only" and (file_groups != 1 or cluster_by is not None):
+        raise ValueError(
+            "insert_into='log_only' writes one file group of log files per partition: "
+            "leave file_groups at 1 and cluster_by unset"
+        )
     for name in (record_key, partition_by, ordering_field, cluster_by):
         if name is not None and name not in rows.column_names:
             raise ValueError(f"column {name!r} is not in rows ({rows.column_names})")
@@ -696,7 +708,10 @@ def write_mor_table(
         hive_style=hive_style,
         create_schema=table.writer_schema,
     )
-    table._write_base(rows, file_groups, cluster_by)
+    if insert_into == "log_only":  # the first delta commit's inserts, as any later one's
+        table.append(DeltaCommit(inserts=rows, insert_into="log_only"))
+    else:
+        table._write_base(rows, file_groups, cluster_by)
     # last, so that rows refused leave no table behind
     write_properties(root / ".hoodie" / "hoodie.properties", props, comment="Properties saved by hudi_mor")
     for commit in commits:

@@ -3,8 +3,8 @@ table keeps beside its parquet base files, in ``.<fileId>_<instant>.log.<version
 
 A log file is a sequence of blocks (``frames.py`` has the layout), each with a type and a header
 map: Avro data blocks (Hudi's default), parquet data blocks, HFile data blocks (Hudi's metadata
-table; not decoded yet, ``decoders.register_decoder`` plugs a reader in), delete blocks (record
-keys, partition paths, ordering values) and command blocks (a rollback of an instant's blocks).
+table, read through ``index_store.hfile``), delete blocks (record keys, partition paths, ordering
+values) and command blocks (a rollback of an instant's blocks).
 A truncated or corrupt block is reported and skipped as Hudi skips it, never an error.
 
 - ``read_log_file`` / ``parse_log``: the blocks of a file, content still encoded;

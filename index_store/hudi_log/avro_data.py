@@ -17,7 +17,7 @@ import pyarrow as pa
 from index_store.hudi_log.avro_schema import AvroArrow, avro_arrow
 from index_store.hudi_log.format import CONTENT_VERSION, INT
 
-__all__ = ["AvroContentError", "decode_avro_content", "encode_avro_content"]
+__all__ = ["AvroContentError", "decode_avro_content", "decode_avro_records", "encode_avro_content"]
 
 
 class AvroContentError(ValueError):
@@ -26,7 +26,7 @@ class AvroContentError(ValueError):
 
 def decode_avro_content(content: bytes, schema_json: str) -> pa.Table:
     """The records of an Avro data block's content as an Arrow table (the schema's columns)."""
-    avro = avro_arrow(schema_json)
+    avro_arrow(schema_json)  # an unsupported schema is refused before the content is read
     if len(content) < 2 * INT.size:
         raise AvroContentError(f"{len(content)} bytes of content, fewer than its version and count")
     version, count = INT.unpack_from(content, 0)[0], INT.unpack_from(content, INT.size)[0]
@@ -46,16 +46,47 @@ def decode_avro_content(content: bytes, schema_json: str) -> pa.Table:
         pos += length
     if pos != len(content):
         raise AvroContentError(f"{len(content) - pos} bytes after the last of {count} records")
+    return decode_avro_records(b"".join(pieces), count, schema_json)
+
+
+def decode_avro_records(
+    records: bytes, count: int, schema_json: str, record_unions: bool = False
+) -> pa.Table:
+    """``count`` records in Avro's binary encoding, back to back (as an Avro data block's are
+    once their lengths are cut out, or as an HFile data block's values are), as an Arrow table;
+    ``record_unions``: unions of several records as structs of their branches (``avro_schema``)."""
+    avro = avro_arrow(schema_json, record_unions)
     if not count:
         return avro.logical.empty_table()
-    stream = io.BytesIO(_varint(count) + b"".join(pieces) + b"\x00")
+    stream = io.BytesIO(_varint(count) + records + b"\x00")
     try:
-        rows = fastavro.schemaless_reader(stream, avro.array_schema, None)
+        rows = fastavro.schemaless_reader(
+            stream,
+            avro.array_schema,
+            None,
+            return_record_name=avro.has_record_unions,
+            return_record_name_override=avro.has_record_unions,
+        )
     except Exception as exc:  # fastavro raises EOFError, ValueError, ... on bytes off its schema
         raise AvroContentError(f"records do not decode with the block's schema: {exc}") from exc
     if stream.tell() != len(stream.getbuffer()) or not isinstance(rows, list) or len(rows) != count:
         raise AvroContentError("records do not fill their lengths under the block's schema")
+    if avro.has_record_unions:
+        rows = [_branches_as_fields(row) for row in rows]
     return pa.Table.from_pylist(rows, schema=avro.physical).cast(avro.logical)
+
+
+def _branches_as_fields(value: Any) -> Any:
+    """fastavro's ``(record name, record)`` for a union branch as ``{short name: record}``, the
+    struct ``avro_schema`` gives such a union."""
+    if isinstance(value, tuple):
+        name, inner = value
+        return {str(name).rsplit(".", 1)[-1]: _branches_as_fields(inner)}
+    if isinstance(value, dict):
+        return {k: _branches_as_fields(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_branches_as_fields(v) for v in value]
+    return value
 
 
 def encode_avro_content(

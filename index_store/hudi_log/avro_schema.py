@@ -5,7 +5,11 @@ Dates, times and timestamps are read as the integers they are stored as (their l
 dropped from the schema fastavro gets: the bytes are the same) and become Arrow temporal types by
 a cast of whole columns, exact and without a Python object per value; decimals stay fastavro's
 (``Decimal``), uuid strings plain strings. The mapping follows Spark's (``timestamp-micros`` is a
-UTC instant, ``local-timestamp-*`` a naive one), as the base files Hudi writes beside the logs."""
+UTC instant, ``local-timestamp-*`` a naive one), as the base files Hudi writes beside the logs.
+
+A union of several records (Hudi's metadata records: a column's min and max are one of a dozen
+wrapper records) has an Arrow column only when asked (``record_unions``): a struct with a field per
+branch, named by the record's short name, only the branch written set."""
 
 from __future__ import annotations
 
@@ -58,18 +62,20 @@ class AvroArrow:
     physical: pa.Schema  # the Arrow types of fastavro's values (temporal columns as integers)
     logical: pa.Schema  # the records' Arrow schema
     has_maps: bool  # Arrow gives maps as (key, value) pairs, fastavro wants dicts
+    has_record_unions: bool = False  # fastavro must name the branch it read (see ``record_unions``)
 
 
 @lru_cache(maxsize=128)
-def avro_arrow(schema_json: str) -> AvroArrow:
-    """The Arrow view of an Avro record schema (cached: every block of a file carries the same)."""
+def avro_arrow(schema_json: str, record_unions: bool = False) -> AvroArrow:
+    """The Arrow view of an Avro record schema (cached: every block of a file carries the same);
+    ``record_unions``: unions of several records become structs of their branches."""
     try:
         schema = json.loads(schema_json)
     except json.JSONDecodeError as exc:
         raise UnsupportedAvroSchema(f"the schema is not JSON: {exc}") from exc
     if not isinstance(schema, Mapping) or schema.get("type") != "record":
         raise UnsupportedAvroSchema("the schema of a data block must be an Avro record")
-    converter = _Converter()
+    converter = _Converter(record_unions)
     stripped, physical, logical, _ = converter.convert(schema, schema.get("namespace", ""))
     physical_schema, logical_schema = pa.schema(list(physical)), pa.schema(list(logical))
     try:
@@ -77,15 +83,19 @@ def avro_arrow(schema_json: str) -> AvroArrow:
         parsed_array = fastavro.parse_schema({"type": "array", "items": stripped})
     except Exception as exc:  # fastavro raises its own SchemaParseException and others
         raise UnsupportedAvroSchema(f"fastavro cannot parse the schema: {exc}") from exc
-    return AvroArrow(parsed, parsed_array, physical_schema, logical_schema, converter.has_maps)
+    return AvroArrow(
+        parsed, parsed_array, physical_schema, logical_schema, converter.has_maps, converter.has_record_unions
+    )
 
 
 class _Converter:
     """Walks an Avro schema once: the stripped schema, and physical and logical Arrow types."""
 
-    def __init__(self) -> None:
+    def __init__(self, record_unions: bool = False) -> None:
         self.named: dict[str, tuple[pa.DataType, pa.DataType, bool]] = {}
         self.has_maps = False
+        self.record_unions = record_unions
+        self.has_record_unions = False
 
     def convert(self, node: Any, namespace: str) -> tuple[Any, Any, Any, bool]:
         """``(stripped node, physical Arrow type, logical Arrow type, nullable)``."""
@@ -138,6 +148,19 @@ class _Converter:
     def _union(self, branches: list[Any], namespace: str) -> tuple[Any, Any, Any, bool]:
         converted = [self.convert(b, namespace) for b in branches]
         non_null = [c for c in converted if not pa.types.is_null(c[1])]
+        names = [_short_name(b) for b in branches if b != "null"]
+        if (
+            len(non_null) > 1
+            and self.record_unions
+            and all(pa.types.is_struct(c[1]) for c in non_null)
+            and len(set(names)) == len(names)
+            and all(names)
+        ):
+            # A struct of the branches: fastavro names the one it read, and only that field is set.
+            self.has_record_unions = True
+            physical = pa.struct([pa.field(n, c[1]) for n, c in zip(names, non_null, strict=True)])
+            logical = pa.struct([pa.field(n, c[2]) for n, c in zip(names, non_null, strict=True)])
+            return [c[0] for c in converted], physical, logical, True
         if len(non_null) > 1:
             raise UnsupportedAvroSchema(
                 f"a union of several non-null types ({branches}) has no Arrow column here"
@@ -176,3 +199,11 @@ class _Converter:
             return name
         space = node.get("namespace", namespace)
         return f"{space}.{name}" if space else name
+
+
+def _short_name(branch: Any) -> str:
+    """A union branch's name without its namespace ("" for an unnamed type)."""
+    name = (
+        branch if isinstance(branch, str) else branch.get("name", "") if isinstance(branch, Mapping) else ""
+    )
+    return str(name).rsplit(".", 1)[-1]

@@ -2,10 +2,10 @@
 
 ``DECODERS`` maps a type code to a function from a ``LogBlock`` to its content: ``DataRows`` (the
 records of an Avro or parquet data block), ``DeleteKeys`` (the records a delete block deletes) or
-``Rollback`` (a command block). HFile data blocks (what Hudi writes in its metadata table) and CDC
-blocks have no decoder yet: a later reader plugs in with ``register_decoder``, and until then
-``decode_block`` raises ``UnsupportedLogBlockError`` for them, as for a type unknown here, instead
-of returning records it cannot read."""
+``Rollback`` (a command block). HFile data blocks (what Hudi writes in its metadata table) decode
+through ``index_store.hfile`` (``hfile_data.py``). CDC blocks have no decoder: ``decode_block``
+raises ``UnsupportedLogBlockError`` for them, as for a type unknown here, instead of returning
+records it cannot read; ``register_decoder`` plugs a reader in."""
 
 from __future__ import annotations
 
@@ -14,12 +14,18 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from index_store.errors import LogFormatError, UnsupportedLogBlockError
+from index_store.errors import (
+    HFileCorruptError,
+    LogFormatError,
+    UnsupportedHFileError,
+    UnsupportedLogBlockError,
+)
 from index_store.hudi_log.avro_data import AvroContentError, decode_avro_content
 from index_store.hudi_log.avro_schema import UnsupportedAvroSchema
 from index_store.hudi_log.deletes import DeleteContentError, UnsupportedDeleteContent, decode_delete_content
 from index_store.hudi_log.format import BlockType, CommandType, HeaderKey, block_type_name
 from index_store.hudi_log.frames import LogBlock
+from index_store.hudi_log.hfile_data import decode_hfile_content
 from index_store.hudi_log.parquet_data import ParquetContentError, decode_parquet_content
 
 __all__ = [
@@ -64,6 +70,12 @@ def _avro(block: LogBlock) -> BlockContent:
     return DataRows(decode_avro_content(block.content, block.schema))
 
 
+def _hfile(block: LogBlock) -> BlockContent:
+    if block.schema is None:
+        raise AvroContentError("an HFile data block without its SCHEMA header")
+    return DataRows(decode_hfile_content(block.content, block.schema, block.path))
+
+
 def _parquet(block: LogBlock) -> BlockContent:
     return DataRows(decode_parquet_content(block.content))
 
@@ -89,17 +101,13 @@ def _command(block: LogBlock) -> BlockContent:
 DECODERS: dict[int, Decoder] = {
     BlockType.AVRO_DATA: _avro,
     BlockType.PARQUET_DATA: _parquet,
+    BlockType.HFILE_DATA: _hfile,
     BlockType.DELETE: _delete,
     BlockType.COMMAND: _command,
 }
 
 # Why a block type has no decoder, for the error that says so.
 _UNDECODED = {
-    BlockType.HFILE_DATA: (
-        "an HFile data block (Hudi writes these in its metadata table, .hoodie/metadata), which is not "
-        "decoded yet: read the data table's own log files, or register a decoder "
-        "(index_store.hudi_log.register_decoder)"
-    ),
     BlockType.CDC_DATA: (
         "a CDC block (change data capture, kept in .cdc log files), which a snapshot does not read: "
         "leave .cdc files out of the file slice"
@@ -128,9 +136,9 @@ def decode_block(block: LogBlock) -> BlockContent:
         )
     try:
         return decoder(block)
-    except (UnsupportedAvroSchema, UnsupportedDeleteContent) as exc:
+    except (UnsupportedAvroSchema, UnsupportedDeleteContent, UnsupportedHFileError) as exc:
         raise UnsupportedLogBlockError(block.path, block.offset, str(exc)) from exc
-    except (AvroContentError, DeleteContentError, ParquetContentError) as exc:
+    except (AvroContentError, DeleteContentError, ParquetContentError, HFileCorruptError) as exc:
         raise LogFormatError(
             block.path,
             block.offset,

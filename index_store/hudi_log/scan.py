@@ -12,7 +12,7 @@ The rules, block by block through the files in order:
   one rollback block undoes both. Command blocks count whatever their own instant;
 - the data and delete blocks left count, in the order written.
 
-Only the blocks that count are decoded, so a block of a type not read here (HFile, CDC, unknown)
+Only the blocks that count are decoded, so a block of a type not read here (CDC, unknown)
 or one that does not decode stops the scan only when it would have counted."""
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Hudi data file names: base files and log files, parsed, and the order Hudi replays log files in.
 
-A base file is ``<fileId>_<writeToken>_<instant>.parquet``; a log file is
-``.<fileId>_<instant>.log.<version>_<writeToken>``, where the instant is the base instant of the slice
-it was written against (table version 6) or the requested time of the delta commit that wrote it
-(table versions 8 and 9). A log file name ending in ``.cdc`` holds change-data-capture records (a
-supplement for incremental queries), never rows of the snapshot.
+A base file is ``<fileId>_<writeToken>_<instant>.parquet`` (``.hfile`` in Hudi's metadata table); a
+log file is ``.<fileId>_<instant>.log.<version>_<writeToken>``, where the instant is the base
+instant of the slice it was written against (table version 6) or the requested time of the delta
+commit that wrote it (table versions 8 and 9). A log file name ending in ``.cdc`` holds
+change-data-capture records (a supplement for incremental queries), never rows of the snapshot.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 __all__ = ["BaseFileName", "LogFileName", "parse_base", "parse_base_file_name", "parse_log_file_name"]
 
-_BASE_FILE = re.compile(r"(?P<file_id>[^_.][^_]*)_(?P<write_token>[^_]+)_(?P<instant>\d+)\.parquet")
+_BASE_FILE = re.compile(
+    r"(?P<file_id>[^_.][^_]*)_(?P<write_token>[^_]+)_(?P<instant>\d+)\.(?P<extension>[a-z]+)"
+)
 _LOG_FILE = re.compile(
     r"\.(?P<file_id>[^_]+)_(?P<instant>\d+)\.log\.(?P<version>\d+)_(?P<write_token>\d+-\d+-\d+)(?P<cdc>\.cdc)?"
 )
@@ -48,10 +50,13 @@ class LogFileName:
         return (self.instant, self.version, self.write_token)
 
 
-def parse_base(name: str) -> BaseFileName | None:
-    """The parts of a base file name, or None if it is not one."""
+def parse_base(name: str, extension: str = "parquet") -> BaseFileName | None:
+    """The parts of a base file name, or None if it is not one. Data tables here store parquet;
+    Hudi's metadata table stores ``hfile`` base files (``extension="hfile"``)."""
     m = _BASE_FILE.fullmatch(name)
-    return BaseFileName(name, m.group("file_id"), m.group("write_token"), m.group("instant")) if m else None
+    if not m or m.group("extension") != extension:
+        return None
+    return BaseFileName(name, m.group("file_id"), m.group("write_token"), m.group("instant"))
 
 
 def parse_base_file_name(name: str) -> tuple[str, str, str] | None:

@@ -155,3 +155,20 @@ def test_duckdb_reads_the_text(expr: Expression, rows: list[int]) -> None:
     con.register("t", table)
     got = [r[0] for r in con.execute(f"SELECT row FROM t WHERE {expr} ORDER BY row").fetchall()]
     assert got == rows
+
+
+def test_every_duckdb_keyword_as_a_column_name_reads_as_the_column() -> None:
+    """A column named like any DuckDB keyword prints so DuckDB reads the column (``at = 1`` is a
+    syntax error, ``true = 1`` the literal): found by the merge-on-read property test, column
+    ``at``."""
+    duckdb = pytest.importorskip("duckdb")
+    con = duckdb.connect()
+    keywords = [k for (k,) in con.execute("SELECT keyword_name FROM duckdb_keywords()").fetchall()]
+    assert "at" in keywords
+    for keyword in keywords:
+        con.register("t", pa.table({keyword: [1, 2, None], "__pos": [0, 1, 2]}))
+        checks = ((col(keyword) == 2, [1]), (col(keyword).is_null(), [2]), (~col(keyword).isin([1]), [1]))
+        for expr, rows in checks:
+            sql = f"SELECT __pos FROM t WHERE {expr} ORDER BY __pos"
+            assert [r[0] for r in con.execute(sql).fetchall()] == rows, (keyword, sql)
+        con.unregister("t")

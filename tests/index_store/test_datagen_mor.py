@@ -385,6 +385,35 @@ def test_a_file_group_of_log_files_only(tmp_path: Path, version: int) -> None:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_first_commit_of_log_files_only(tmp_path: Path, version: int) -> None:
+    """``insert_into="log_only"``: the first delta commit writes its rows as one group of log
+    files per partition, so no file group has a base file; later commits add to them."""
+    table = write_mor_table(
+        tmp_path / "t",
+        rows(list(range(12))),
+        record_key="id",
+        partition_by="region",
+        ordering_field="ts",
+        insert_into="log_only",
+        table_version=version,
+        start=START,
+        commits=[
+            DeltaCommit(updates=rows([1, 2], 1), deletes=[3], inserts=rows([20], 1), insert_into="logs")
+        ],
+    )
+    assert [g.base_file for g in table.file_groups] == [None] * 3
+    assert {g.base_instant for g in table.file_groups} == {table.instants[0].requested}
+    assert not list(table.root.rglob("*.parquet"))
+    check(table)
+    assert set(table.expected.column("id").to_pylist()) == set(range(12)) - {3} | {20}
+    with pytest.raises(ValueError, match="one file group of log files per partition"):
+        write_mor_table(tmp_path / "u", rows([1]), record_key="id", insert_into="log_only", file_groups=2)
+    with pytest.raises(ValueError, match="'base' or 'log_only'"):
+        write_mor_table(tmp_path / "u", rows([1]), record_key="id", insert_into="logs")  # type: ignore[arg-type]
+    assert not (tmp_path / "u").exists()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_inserts_into_existing_groups_logs(tmp_path: Path, version: int) -> None:
     table = write_mor_table(
         tmp_path / "t",

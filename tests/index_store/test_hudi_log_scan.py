@@ -277,10 +277,10 @@ def test_a_corrupt_block_in_the_middle_is_skipped(hudi_tables: dict[str, Path], 
 
 
 @pytest.mark.parametrize(
-    ("code", "message"), [(42, "type 42, unknown here"), (int(BlockType.HFILE_DATA), "metadata table")]
+    ("code", "message"), [(42, "type 42, unknown here"), (int(BlockType.CDC_DATA), "CDC block")]
 )
 def test_a_block_of_a_type_not_decoded(hudi_tables: dict[str, Path], code: int, message: str) -> None:
-    """An unknown block type (or an HFile block) between two real blocks: read as a block, skipped
+    """An unknown block type (or a CDC block) between two real blocks: read as a block, skipped
     when its instant does not count, an error naming it when it does, never silently dropped."""
     root = hudi_tables["mor_avro_v9_txns_simple_meta"]
     first, second = sorted((root / "region=us").glob(".*.log.*"))
@@ -298,8 +298,8 @@ def test_a_block_of_a_type_not_decoded(hudi_tables: dict[str, Path], code: int, 
 
 
 def test_a_decoder_plugs_in_by_type(hudi_tables: dict[str, Path]) -> None:
-    """The registry: a decoder registered for a type code reads its blocks (as an HFile reader
-    will); here one for code 42 whose content is a key."""
+    """The registry: a decoder registered for a type code reads its blocks (as the HFile reader
+    does); here one for code 42 whose content is a key."""
     blocks = parse_log(frame(42, block_header("001"), b"key-1"))
     register_decoder(42, lambda block: DataRows(pa.table({"_hoodie_record_key": [block.content.decode()]})))
     try:

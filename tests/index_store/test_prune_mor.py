@@ -323,11 +323,11 @@ def test_a_column_missing_from_a_block_is_unknown_for_its_file(copy_table: Calla
 
 
 def test_a_log_file_that_does_not_decode_keeps_its_slice(copy_table: Callable[[str], Path]) -> None:
-    """A block of a type not decoded here (HFile): the file's statistics are unknown (row count too),
+    """A block of a type not decoded here (CDC): the file's statistics are unknown (row count too),
     its keys not recorded, and its slice kept by every predicate."""
     root = copy_table(V6)
     instant = "20250122000000000"
-    odd = frame(int(BlockType.HFILE_DATA), block_header(instant), b"\x00\x01")
+    odd = frame(int(BlockType.CDC_DATA), block_header(instant), b"\x00\x01")
     log = append_log(root, V6_GROUP, V6_BASE_INSTANT, 2, odd)
     delta_commit(root, instant)
     table = open_table(root)

@@ -1,0 +1,75 @@
+"""The cells of a metadata file slice, in merge order: its HFile base file, then the HFile data
+blocks and delete blocks of its log files that count (``hudi_log.block_fates``: valid instants,
+rollback command blocks applied, corrupt blocks skipped), as written."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pyarrow as pa
+
+from index_store.errors import MetadataTableError
+from index_store.hfile import KEY, VALUE, HFileReader
+from index_store.hudi_log import (
+    BlockFate,
+    BlockType,
+    DeleteKeys,
+    LogBlock,
+    block_fates,
+    decode_block,
+    read_log_file,
+)
+from index_store.hudi_log.format import HeaderKey
+from index_store.hudi_metadata.layout import MetadataSlice
+from index_store.hudi_metadata.records import Cells
+
+__all__ = ["slice_cells", "table_cells"]
+
+
+def _decoded_keys(keys: pa.Array) -> list[str]:
+    return [k.decode("utf-8") for k in keys.to_pylist()]
+
+
+def table_cells(cells: pa.Table, schema: str | None, where: str) -> Cells:
+    """``Cells`` of an HFile's ``key``/``value`` table."""
+    return Cells(_decoded_keys(cells[KEY].combine_chunks()), cells[VALUE].to_pylist(), schema, where)
+
+
+def _base_cells(path: str, keys: Sequence[bytes] | None) -> Cells:
+    with HFileReader(path) as reader:
+        schema = reader.file_info.get("schema")
+        cells = reader.scan() if keys is None else reader.get_many(keys)
+    return table_cells(cells, schema.decode("utf-8") if schema else None, path)
+
+
+def _block_cells(block: LogBlock, keys: Sequence[bytes] | None) -> Cells:
+    where = f"{block.path} (block at byte {block.offset})"
+    if block.type_code == BlockType.HFILE_DATA:
+        reader = HFileReader(block.content, path=where)
+        cells = reader.scan() if keys is None else reader.get_many(keys)
+        return table_cells(cells, block.header.get(HeaderKey.SCHEMA), where)
+    if block.type_code == BlockType.DELETE:
+        content = decode_block(block)
+        assert isinstance(content, DeleteKeys)
+        deleted = content.deletes["record_key"].to_pylist()
+        if keys is not None:
+            wanted = {k.decode("utf-8") for k in keys}
+            deleted = [k for k in deleted if k in wanted]
+        return Cells(deleted, None, None, where)
+    raise MetadataTableError(
+        f"{where}: a block of type {block.type_code} in a metadata table log file, where Hudi writes HFile "
+        "data blocks and delete blocks only"
+    )
+
+
+def slice_cells(
+    piece: MetadataSlice, valid: Callable[[str], bool], keys: Sequence[bytes] | None = None
+) -> list[Cells]:
+    """The cells of ``piece`` in merge order; only those of ``keys`` when given (point lookups read
+    only the data blocks the keys can be in)."""
+    out = [_base_cells(piece.base, keys)] if piece.base else []
+    blocks = [block for path in piece.logs for block in read_log_file(path)]
+    for block, fate in zip(blocks, block_fates(blocks, valid), strict=True):
+        if fate is BlockFate.KEPT and isinstance(block, LogBlock):
+            out.append(_block_cells(block, keys))
+    return out
