@@ -8,7 +8,8 @@ l_linenumber``, ordering field ``ts``, then one delta commit over every fifth fi
 their rows updated, 1% deleted, in Avro log files):
 
 1. The index: ``open_table(root).build()`` from scratch (the table's statistics, key bounds and
-   footer bloom filters of its base files, the keys and values of its log files), timed apart.
+   footer bloom filters of its base files, the keys, values and records (``log_records``) of its
+   log files), timed apart.
 2. A one-month range query, what a user would run: ``count(*)`` and ``sum(l_extendedprice)`` of
    the lines shipped in March 1995. Ours, the pruned path, two ways: ``IndexedTable.read(expr,
    columns=["l_extendedprice"])`` then the aggregate in pyarrow, and ``adapters.duckdb.sql`` over

@@ -36,7 +36,7 @@ from index_store.hudi_bloom import (
     footer_key_bounds,
     java_argsort,
 )
-from index_store.log_content import is_log_path, log_keys, log_values
+from index_store.log_content import LogFileRecords, is_log_path, log_file_records, log_values
 from index_store.partitions.base import FileKeys
 from index_store.tables.base import DataFile
 
@@ -372,17 +372,21 @@ def compute_file_keys(
     with_keys: bool = False,
     progress: bool | None = None,
     workers: int | None = None,
+    *,
+    ordering_field: str | None = None,
 ) -> FileKeys:
     """Key bounds and Hudi bloom filters of ``files`` (and every key, ``with_keys``, for a record
-    index). A Hudi base file's footer filter and bounds are taken as they are; other files (and
-    footers without them, or with a corrupt filter) have their key columns read, their bounds
-    computed in Java order and a ``SIMPLE`` filter sized to their key count at ``fpp``."""
+    index), and the records of its Hudi log files (``log_content.log_file_records``, with
+    ``ordering_field``'s values: the table's merge ordering; None: commit time). A Hudi base file's
+    footer filter and bounds are taken as they are; other files (and footers without them, or with
+    a corrupt filter) have their key columns read, their bounds computed in Java order and a
+    ``SIMPLE`` filter sized to their key count at ``fpp``."""
     paths = [os.path.join(root, f.path) for f in files]
     per_file = _parallel(
         lambda path: (
-            _log_file_keys(path, spec, fpp, with_keys)
+            _log_file_keys(path, spec, fpp, with_keys, ordering_field)
             if is_log_path(path)
-            else _file_keys(path, spec, fpp, with_keys)
+            else (*_file_keys(path, spec, fpp, with_keys), None)
         ),
         paths,
         _workers(workers),
@@ -391,7 +395,7 @@ def compute_file_keys(
     )
     keys = None
     if with_keys:
-        arrays = [k for *_, k in per_file]
+        arrays = [k for *_, k, _ in per_file]
         counts = np.array([len(k) if k is not None else 0 for k in arrays], dtype=np.int64)
         keys = pa.table(
             {
@@ -399,13 +403,15 @@ def compute_file_keys(
                 "file": pa.array(np.repeat(np.arange(len(files), dtype=np.int32), counts)),
             }
         )
-    unread = np.array([lo is _UNREAD for lo, _, _, _ in per_file], dtype=bool)
+    unread = np.array([lo is _UNREAD for lo, *_ in per_file], dtype=bool)
+    records = [r for *_, r in per_file]
     return FileKeys(
-        pa.array([None if lo is _UNREAD else lo for lo, _, _, _ in per_file], pa.string()),
-        pa.array([hi for _, hi, _, _ in per_file], pa.string()),
-        [f for _, _, f, _ in per_file],
+        pa.array([None if lo is _UNREAD else lo for lo, *_ in per_file], pa.string()),
+        pa.array([hi for _, hi, *_ in per_file], pa.string()),
+        [f for _, _, f, *_ in per_file],
         keys,
         unread if unread.any() else None,
+        records if any(r is not None for r in records) else None,
     )
 
 
@@ -414,22 +420,24 @@ _UNREAD: Any = object()
 
 
 def _log_file_keys(
-    path: str, spec: RecordKeySpec, fpp: float, with_keys: bool
-) -> tuple[Any, str | None, HudiBloomFilter | None, pa.StringArray | None]:
+    path: str, spec: RecordKeySpec, fpp: float, with_keys: bool, ordering_field: str | None
+) -> tuple[Any, str | None, HudiBloomFilter | None, pa.StringArray | None, LogFileRecords | None]:
     """A log file's key bounds and a ``SIMPLE`` filter of the keys of its data and delete records
-    (a key deleted in a log is still that file group's to tag); ``_UNREAD`` when a block does not
-    decode."""
-    keys = log_keys(path, spec)
-    if keys is None:
-        return _UNREAD, None, None, pa.array([], pa.string()) if with_keys else None
+    (a key deleted in a log is still that file group's to tag), and its records; ``_UNREAD`` when
+    a block does not decode."""
+    records = log_file_records(path, spec, ordering_field)
+    if records is None:
+        return _UNREAD, None, None, pa.array([], pa.string()) if with_keys else None, None
+    keys = records.keys
     if keys.null_count:
         raise TableFormatError(f"log file {path} has {keys.null_count} records with a null record key")
     if not len(keys):
-        return None, None, None, keys if with_keys else None
+        return None, None, None, keys if with_keys else None, records
     order = java_argsort(keys)
     bloom = HudiBloomFilter.create(len(keys), fpp, SIMPLE)
     bloom.add_all(keys)
-    return keys[int(order[0])].as_py(), keys[int(order[-1])].as_py(), bloom, keys if with_keys else None
+    low, high = keys[int(order[0])].as_py(), keys[int(order[-1])].as_py()
+    return low, high, bloom, keys if with_keys else None, records
 
 
 def _file_keys(

@@ -19,7 +19,13 @@ import pyarrow.compute as pc
 
 from hudi_expr import BloomFilterSet, ColumnStats, Expression, FileStats
 from index_store.errors import IndexCorruptError, require_built
-from index_store.partitions import LOAD_COLUMNS, read_live_files, read_record_keys
+from index_store.partitions import (
+    LOAD_COLUMNS,
+    StoredLogRecords,
+    read_live_files,
+    read_log_records,
+    read_record_keys,
+)
 from index_store.partitions.record_keys import KeyFilters
 from index_store.secondary.format import IndexFile
 from index_store.slices import SliceGroups
@@ -71,6 +77,7 @@ class LoadedVersion:
         self.columns: dict[str, ColumnStats] = {}
         self.blooms: dict[str, BloomFilterSet] = {}
         self.key_filters: KeyFilters | None = None
+        self._log_records: StoredLogRecords | None = None
         self.layout: PartitionLayout | None = None  # of the partition paths, once tagging asked
         self.secondary = SecondaryCache()
         self._partitions: pa.StringArray | None = None
@@ -130,6 +137,13 @@ class LoadedVersion:
                 self.root, self.snap.live.get("record_keys", ()), self.file_idx
             )
         return self.key_filters
+
+    def log_records(self) -> StoredLogRecords:
+        """The log records the index stores of the live files (read on first use)."""
+        if self._log_records is None:
+            live = self.snap.live.get("log_records", ())
+            self._log_records = read_log_records(self.root, live, self.file_idx)
+        return self._log_records
 
 
 @dataclass(frozen=True, eq=False)

@@ -19,25 +19,40 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from index_store.errors import LogFormatError, TableFormatError
 from index_store.hudi_log import (
+    INSTANT,
+    IS_DELETE,
+    ORDERING_VALUE,
+    PARTITION_PATH,
     RECORD_KEY,
     BlockFate,
     DataRows,
+    DeleteKeys,
     LogBlock,
+    Rollback,
     block_fates,
     decode_block,
     read_log_file,
-    scan_blocks,
 )
+from index_store.hudi_log.records import OrderingTypeError, content_records, promoted_type, stack_records
 from index_store.record_key import RecordKeySpec
 from index_store.tables.hudi_files import parse_log_file_name
 
-__all__ = ["ALL_INSTANTS", "LogValues", "is_log_path", "log_keys", "log_values"]
+__all__ = [
+    "ALL_INSTANTS",
+    "LogFileRecords",
+    "LogValues",
+    "is_log_path",
+    "log_file_records",
+    "log_keys",
+    "log_values",
+]
 
 DELETED_FIELD = "_hoodie_is_deleted"
 
@@ -93,17 +108,84 @@ def log_values(path: str, target: pa.Schema | None, *, usable: bool = True) -> L
     return LogValues(_in_memory(values))
 
 
+@dataclass(frozen=True)
+class LogFileRecords:
+    """A log file's records as written, for tagging without reopening it: per record of its data
+    and delete blocks (``records``: ``key``, ``ordering`` (null: none), ``is_delete``, ``block``
+    and ``record``, its place in the file, ``instant``, its block's) and its rollback command
+    blocks (``rollbacks``: ``target`` instant, ``block``). Blocks a rollback of the same file
+    removes are left out: their instant never becomes valid again."""
+
+    records: pa.Table
+    rollbacks: pa.Table
+
+    @property
+    def keys(self) -> pa.StringArray:
+        keys = self.records.column("key").combine_chunks()
+        return keys.cast(pa.string()) if keys.type != pa.string() else keys
+
+
+def log_file_records(
+    path: str, spec: RecordKeySpec, ordering_field: str | None = None
+) -> LogFileRecords | None:
+    """Every record of ``path``'s data and delete blocks (all instants, as ``log_values``), with
+    ``ordering_field``'s values (None: commit time ordering, all null), and its rollbacks; None
+    when a block does not decode. The file is read and each block decoded once."""
+    try:
+        blocks = read_log_file(path)
+        fates = block_fates(blocks, ALL_INSTANTS)
+        tables, block_idx, counts, types = [], [], [], []
+        targets, target_blocks = [], []
+        for i, (block, fate) in enumerate(zip(blocks, fates, strict=True)):
+            if not isinstance(block, LogBlock):
+                continue
+            if fate is BlockFate.COMMAND:
+                content = decode_block(block)
+                if isinstance(content, Rollback):
+                    targets.append(content.target_instant)
+                    target_blocks.append(i)
+                continue
+            if fate is not BlockFate.KEPT or block.instant is None:
+                continue
+            content = decode_block(block)
+            if not isinstance(content, DataRows | DeleteKeys):
+                raise LogFormatError(block.path, block.offset, f"a {type(content).__name__} is no data block")
+            if isinstance(content, DataRows) and ordering_field in content.rows.column_names:
+                types.append(content.rows.schema.field(ordering_field).type)
+            table = content_records(content, block.instant, key_spec=spec, ordering_field=ordering_field)
+            tables.append(table.select([RECORD_KEY, PARTITION_PATH, ORDERING_VALUE, IS_DELETE, INSTANT]))
+            block_idx.append(i)
+            counts.append(table.num_rows)
+        stacked = stack_records(tables, promoted_type(types))
+    except FileNotFoundError:
+        raise TableFormatError(f"log file {path} disappeared while indexing; run sync again") from None
+    except (LogFormatError, OrderingTypeError):
+        return None
+    n = np.asarray(counts, dtype=np.int64)
+    starts = np.repeat(np.cumsum(n) - n, n)
+    records = pa.table(
+        {
+            "key": stacked.column(RECORD_KEY).combine_chunks().cast(pa.string()),
+            "ordering": stacked.column(ORDERING_VALUE).combine_chunks(),
+            "is_delete": pc.fill_null(stacked.column(IS_DELETE), False).combine_chunks(),
+            "block": pa.array(np.repeat(np.asarray(block_idx, dtype=np.int32), n), pa.int32()),
+            "record": pa.array(
+                (np.arange(int(n.sum()), dtype=np.int64) - starts).astype(np.int32), pa.int32()
+            ),
+            "instant": stacked.column(INSTANT).combine_chunks().cast(pa.string()),
+        }
+    )
+    rollbacks = pa.table(
+        {"target": pa.array(targets, pa.string()), "block": pa.array(target_blocks, pa.int32())}
+    )
+    return LogFileRecords(records, rollbacks)
+
+
 def log_keys(path: str, spec: RecordKeySpec) -> pa.StringArray | None:
     """Every record key of ``path``'s data and delete records (all instants, as ``log_values``), or
     None when a block does not decode."""
-    try:
-        records = scan_blocks(read_log_file(path), ALL_INSTANTS, key_spec=spec).records
-    except FileNotFoundError:
-        raise TableFormatError(f"log file {path} disappeared while indexing; run sync again") from None
-    except LogFormatError:
-        return None
-    keys = records.column(RECORD_KEY).combine_chunks()
-    return keys.cast(pa.string()) if keys.type != pa.string() else keys
+    found = log_file_records(path, spec)
+    return None if found is None else found.keys
 
 
 def _unusable(reason: str) -> LogValues:

@@ -30,6 +30,7 @@ from index_store.errors import (
     IndexCorruptError,
     IndexDefinitionError,
     RecordKeyError,
+    UnsupportedTableError,
     require_built,
 )
 from index_store.loaded import LoadedVersion
@@ -44,6 +45,7 @@ from index_store.secondary.kinds import kinds as index_kinds
 from index_store.tables.base import DataFile, TableReader
 from index_store.tables.hudi_files import parse_base, parse_log_file_name
 from index_store.tables.rows import reads_whole_files, require_file_reads
+from index_store.tagging.merge_rule import MergeRule
 from index_store.timeline import Commit, IndexTimeline, Operation, Snapshot
 
 __all__ = ["IndexWriter"]
@@ -146,13 +148,20 @@ class IndexWriter:
             raise ValueError("compute returned stats of other files than it was given (or out of order)")
         if files:
             _check_definitions(config.secondary_indexes, built.stats.schema, self.root)
-        file_keys = (
-            (compute_keys or compute_file_keys)(
-                self.root, files, spec, config.key_fpp, config.record_index, progress
+        if spec is None:
+            file_keys = None
+        elif compute_keys is not None:
+            file_keys = compute_keys(self.root, files, spec, config.key_fpp, config.record_index, progress)
+        else:
+            file_keys = compute_file_keys(
+                self.root,
+                files,
+                spec,
+                config.key_fpp,
+                config.record_index,
+                progress,
+                ordering_field=_ordering_field(self.reader),
             )
-            if spec is not None
-            else None
-        )
         if file_keys is not None and len(file_keys.min_key) != len(files):
             raise ValueError("compute_keys returned keys of other files than it was given")
         if rebuild:
@@ -302,7 +311,13 @@ class IndexWriter:
         spec = RecordKeySpec.from_config(snap.config)
         file_keys = (
             compute_file_keys(
-                self.root, add_files, spec, snap.config.key_fpp, snap.config.record_index, progress
+                self.root,
+                add_files,
+                spec,
+                snap.config.key_fpp,
+                snap.config.record_index,
+                progress,
+                ordering_field=_ordering_field(self.reader),
             )
             if spec is not None
             else None
@@ -575,3 +590,16 @@ def _merge_schemas(old: pa.Schema, new: pa.Schema) -> pa.Schema:
         return new
     # A column only the indexed (only the new) files have is NULL in the others: nullable.
     return nullable_where_absent(pa.unify_schemas([old, new], promote_options="permissive"), [old, new])
+
+
+def _ordering_field(reader: TableReader) -> str | None:
+    """The field a merge-on-read table's log records are ordered by (event time ordering), for the
+    ``log_records`` partition; None for commit time ordering, for a table without log files, and
+    for a merge mode tagging refuses anyway."""
+    merging = reader.log_merging()
+    if merging is None:
+        return None
+    try:
+        return MergeRule.of(merging.properties, reader.root).ordering_field
+    except UnsupportedTableError:
+        return None

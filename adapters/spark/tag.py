@@ -75,7 +75,7 @@ from index_store.errors import (
     TableFormatError,
 )
 from index_store.hudi_bloom import HudiBloomFilter, HudiBloomFilterSet, HudiBloomFormatError
-from index_store.partitions import RECORD_INDEX_SCHEMA, read_files
+from index_store.partitions import RECORD_INDEX_SCHEMA, read_files, read_log_records
 from index_store.partitions.base import live_positions
 from index_store.partitions.record_keys import RecordKeysPartition, read_record_key_rows
 from index_store.record_key import UNKNOWN, RecordKeySpec
@@ -189,7 +189,11 @@ def tag_with_stats(
 
     stats: dict[str, Any] = {"method": method, "files": int(live.present.sum()), "seconds": {}}
     merged = merged_tagging(
-        indexed.reader, spec, pa.array(live.paths, pa.string()), lambda: _recorded(indexed, live)
+        indexed.reader,
+        spec,
+        pa.array(live.paths, pa.string()),
+        lambda: _recorded(indexed, live),
+        lambda: read_log_records(indexed.index_root, live.live_log_records, live.file_idx),
     )
     per_partition = partition_col is not None
     if method == "bloom":
@@ -202,7 +206,8 @@ def tag_with_stats(
     if merged is not None:
         start = time.perf_counter()
         names = {"key": _KEY, "partition": _PART, "pos": _POS, "file": FILE_COLUMN, "file_id": FILE_ID_COLUMN}
-        decided = in_slices(spark, merged, distinct, found, join_on, names, _run, _arrow_udf)
+        exact = method == "record"  # the record index's pairs; bloom's are candidates
+        decided = in_slices(spark, merged, distinct, found, join_on, names, _run, _arrow_udf, exact)
         found, files, paths = decided.found, decided.locations, decided.paths
         stats["slices_read"] = decided.slices_read
         stats["seconds"]["slices"] = time.perf_counter() - start
@@ -264,6 +269,7 @@ class _Live:
     present: np.ndarray  # still on disk (set by _check_current)
     live_record_index: tuple[str, ...]
     live_record_keys: tuple[str, ...]
+    live_log_records: tuple[str, ...]
 
 
 def _live_index(indexed: IndexedTable) -> _Live:
@@ -280,6 +286,7 @@ def _live_index(indexed: IndexedTable) -> _Live:
         np.zeros(files.num_rows, dtype=bool),
         tuple(snap.live.get("record_index", ())),
         tuple(snap.live.get("record_keys", ())),
+        tuple(snap.live.get("log_records", ())),
     )
 
 

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from index_store.tables.base import FileSlice
 from index_store.tagging.merged import MergedTagging
 from index_store.tagging.slices import SliceTable, locate_in_slices, slice_locations
+from index_store.tagging.stored import SliceLogs, decide_from_stored
 
 __all__ = ["SliceAnswers", "in_slices"]
 
@@ -57,11 +58,14 @@ def in_slices(
     columns: dict[str, str],
     run: Callable[[str, Callable[[], Any]], Any],
     udf: Callable[..., Column],
+    exact: bool = False,
 ) -> SliceAnswers:
     """The slices holding each distinct input's latest live record, from the sources' candidate
     ``(key[, partition], pos)`` rows (``found``). ``columns``: the caller's column names (``key``,
     ``partition``, ``pos``, ``file``, ``file_id``); ``run(what, job)`` runs a Spark job, turning its
-    failure into the caller's error; ``udf(fn, type, *columns)`` makes a scalar Arrow UDF."""
+    failure into the caller's error; ``udf(fn, type, *columns)`` makes a scalar Arrow UDF.
+    ``exact``: the sources' pairs need no verification (the record index): a base file they name
+    holds the key."""
     key, part, pos = columns["key"], columns["partition"], columns["pos"]
     on_slices = np.flatnonzero(merged.slice_of >= 0)
     file_map = spark.createDataFrame(
@@ -69,7 +73,8 @@ def in_slices(
             {
                 pos: pa.array(on_slices, pa.int64()),
                 _SLICE: pa.array(merged.slice_of[on_slices], pa.int64()),
-                _BASE: pa.array(merged.is_base[on_slices]),
+                # bit 1: the base file may hold the key; bit 2: it does (max is or of 0, 1, 3)
+                _BASE: pa.array(merged.is_base[on_slices].astype(np.int8) * (3 if exact else 1)),
             }
         )
     )
@@ -80,7 +85,7 @@ def in_slices(
                 {
                     _SLICE: pa.array(merged.unlocated, pa.int64()),
                     _SLICE_PART: pa.array([merged.slices[int(i)].partition for i in merged.unlocated]),
-                    _BASE: pa.array(merged.unlocated_base),
+                    _BASE: pa.array(merged.unlocated_base.astype(np.int8)),
                 }
             )
         )
@@ -98,7 +103,10 @@ def in_slices(
     )
     slices = {i: merged.slices[i] for i in chosen}
     grouped = pairs.groupBy(_SLICE).agg(F.collect_list(key).alias(_KEYS), F.collect_list(_BASE).alias(_BASES))
-    decide = udf(_Decide(merged.table, slices), "array<string>", F.col(_SLICE), F.col(_KEYS), F.col(_BASES))
+    logs = merged.logs.only(np.array(chosen, dtype=np.int64)) if merged.logs is not None else None
+    decide = udf(
+        _Decide(merged.table, slices, logs), "array<string>", F.col(_SLICE), F.col(_KEYS), F.col(_BASES)
+    )
     live = grouped.select(_SLICE, F.explode(decide).alias(key))
     confirmed = run(
         "reading the candidate file slices",
@@ -128,14 +136,17 @@ def in_slices(
 @dataclass(frozen=True)
 class _Decide:
     """Arrow UDF: per candidate slice (its position, its keys, whether its base file may hold
-    each), the keys whose latest record in it is live."""
+    each), the keys whose latest record in it is live: from the log records the index stores when
+    it holds every log file's of the slice (``tagging.stored``), else reading them."""
 
     table: SliceTable
     slices: dict[int, FileSlice]
+    logs: SliceLogs | None = None
 
     def __call__(self, positions: pa.Array, keys: pa.ListArray, bases: pa.ListArray) -> pa.Array:
         names = keys.flatten().cast(pa.string())
-        flags = bases.flatten().to_numpy(zero_copy_only=False).astype(bool)
+        bits = bases.flatten().to_numpy(zero_copy_only=False).astype(np.int8)
+        flags, surely = (bits & 1) > 0, (bits & 2) > 0
         offsets = keys.offsets.to_numpy()
         offsets = offsets - offsets[0]  # into the flattened values of a sliced array
         live: list[pa.Array] = []
@@ -143,6 +154,19 @@ class _Decide:
             lo, hi = int(offsets[i]), int(offsets[i + 1])
             wanted = names.slice(lo, hi - lo)
             n = hi - lo
+            if self.logs is not None and self.logs.complete[pos]:
+                decided = decide_from_stored(
+                    self.table,
+                    self.logs,
+                    self.slices,
+                    wanted,
+                    np.arange(n),
+                    np.full(n, pos, dtype=np.int64),
+                    flags[lo:hi],
+                    surely[lo:hi],
+                )
+                live.append(wanted.filter(pa.array(decided.live)))
+                continue
             found = locate_in_slices(
                 self.table,
                 [self.slices[pos]],

@@ -33,6 +33,12 @@ from index_store.partitions.files import (
     read_live_files,
     write_files,
 )
+from index_store.partitions.log_records import (
+    LOG_RECORDS_SCHEMA,
+    LogRecordsPartition,
+    StoredLogRecords,
+    read_log_records,
+)
 from index_store.partitions.record_index import (
     RECORD_INDEX_SCHEMA,
     RecordIndexPartition,
@@ -54,6 +60,7 @@ __all__ = [
     "FILES_SCHEMA",
     "INDEX_FILE_SUFFIX",
     "LOAD_COLUMNS",
+    "LOG_RECORDS_SCHEMA",
     "MANIFEST_SCHEMA",
     "RECORD_INDEX_SCHEMA",
     "RECORD_KEYS_SCHEMA",
@@ -62,13 +69,16 @@ __all__ = [
     "KeyFilters",
     "LiveIndex",
     "LiveRows",
+    "LogRecordsPartition",
     "Partition",
     "Registry",
+    "StoredLogRecords",
     "lookup_record_keys",
     "read_blooms",
     "read_column_stats",
     "read_files",
     "read_live_files",
+    "read_log_records",
     "read_manifest",
     "read_record_index",
     "read_record_keys",
@@ -113,5 +123,6 @@ REGISTRY = Registry(
     BloomFiltersPartition(),
     RecordKeysPartition(),
     RecordIndexPartition(),
+    LogRecordsPartition(),
     SecondaryManifestPartition(),
 )

@@ -26,6 +26,7 @@ from index_store.tables.base import DataFile
 
 if TYPE_CHECKING:
     from index_store.config import IndexConfig
+    from index_store.log_content import LogFileRecords
 
 __all__ = [
     "INDEX_FILE_SUFFIX",
@@ -59,7 +60,8 @@ class FileKeys:
     holds every key, only when a record index is being built: columns ``key`` (string) and
     ``file`` (int32, the position of its data file in the batch). ``unread`` marks files whose
     keys could not be read (a Hudi log file with a block not decoded here): the index records
-    nothing of their keys, rather than "no key".
+    nothing of their keys, rather than "no key". ``log_records``: the log files' records as
+    written, for tagging (the ``log_records`` partition).
     """
 
     min_key: pa.StringArray
@@ -67,6 +69,9 @@ class FileKeys:
     filters: Sequence[HudiBloomFilter | None]
     keys: pa.Table | None = None
     unread: np.ndarray | None = None
+    # Per file: a Hudi log file's records (``log_content.LogFileRecords``), None for other files
+    # and log files not decoded; None when the batch has no log file.
+    log_records: Sequence[LogFileRecords | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ class TagContext:
     file_ids: Callable[[pa.StringArray], pa.StringArray] = stem_file_ids
     # Merge-on-read: turns the sources' candidate (key, file) pairs into the confirmed (key, file
     # slice) pairs (``tagging.merged``); None: the files hold their rows whole.
-    merged: Callable[[KeyQuery, np.ndarray, np.ndarray], Located] | None = None
+    merged: Callable[[KeyQuery, np.ndarray, np.ndarray, bool], Located] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Tagging a merge-on-read table: the index sources' candidate (key, file) pairs become candidate
-(key, file slice) pairs, and ``slices.locate_in_slices`` decides which slice holds each key's
-latest live record.
+(key, file slice) pairs, and which slice holds each key's latest live record is decided from the
+log records the index stores (``stored.decide_from_stored``) for slices whose every log file it
+holds, by reading the slice (``slices.locate_in_slices``) for the others.
 
 Where candidate slices come from:
 
@@ -29,12 +30,14 @@ import pyarrow.compute as pc
 
 from index_store.arrays import unique_sorted
 from index_store.hudi_log import valid_instants
+from index_store.partitions.log_records import StoredLogRecords
 from index_store.record_key import RecordKeySpec
 from index_store.tables.base import FileSlice
 from index_store.tagging.locations import KeyQuery
 from index_store.tagging.merge_rule import MergeRule
 from index_store.tagging.result import Located
 from index_store.tagging.slices import SliceTable, locate_in_slices, slice_locations
+from index_store.tagging.stored import SliceLogs, decide_from_stored
 
 if TYPE_CHECKING:
     from index_store.tables.base import TableReader
@@ -53,13 +56,19 @@ class MergedTagging:
     is_base: np.ndarray  # per index file: it is its slice's base file
     unlocated: np.ndarray  # slices with a file whose keys the index does not hold, ascending
     unlocated_base: np.ndarray  # per such slice: that file is its base file
+    logs: SliceLogs | None = None  # the log records the index stores (None: none read)
 
     @classmethod
     def of(
-        cls, table: SliceTable, slices: Sequence[FileSlice], paths: pa.StringArray, recorded: np.ndarray
+        cls,
+        table: SliceTable,
+        slices: Sequence[FileSlice],
+        paths: pa.StringArray,
+        recorded: np.ndarray,
+        stored: StoredLogRecords | None = None,
     ) -> MergedTagging:
         """``slices`` against the index's files (``paths``; ``recorded``: per file, the index
-        holds its keys)."""
+        holds its keys; ``stored``: the log records it holds)."""
         files = [(f.path, i, f is s.base) for i, s in enumerate(slices) for f in s.files]
         file_paths = pa.array([f for f, _, _ in files], pa.string())
         owner = np.array([i for _, i, _ in files], dtype=np.int64)
@@ -78,37 +87,72 @@ class MergedTagging:
         unlocated = unique_sorted(owner[missing])
         unlocated_base = np.zeros(unlocated.size, dtype=bool)
         unlocated_base[np.searchsorted(unlocated, owner[missing[base[missing]]])] = True
-        return cls(table, slices, slice_of, is_base, unlocated, unlocated_base)
+        logs = None if stored is None else SliceLogs.of(stored, slices, paths, slice_of)
+        return cls(table, slices, slice_of, is_base, unlocated, unlocated_base, logs)
 
-    def __call__(self, query: KeyQuery, key_idx: np.ndarray, file_pos: np.ndarray) -> Located:
-        """The confirmed (key, slice) pairs from the sources' candidate (key, file) pairs."""
+    def __call__(
+        self, query: KeyQuery, key_idx: np.ndarray, file_pos: np.ndarray, exact: bool = False
+    ) -> Located:
+        """The confirmed (key, slice) pairs from the sources' candidate (key, file) pairs
+        (``exact``: the sources' answer needs no verification)."""
         start = time.perf_counter()
         keep = self.slice_of[file_pos] >= 0 if file_pos.size else np.zeros(0, dtype=bool)
-        by_source = (key_idx[keep], self.slice_of[file_pos[keep]], self.is_base[file_pos[keep]])
+        # Per pair, bit 1: the base file may hold the key; bit 2: it does (an exact source named it).
+        named = self.is_base[file_pos[keep]].astype(np.int8) * (3 if exact else 1)
+        by_source = (key_idx[keep], self.slice_of[file_pos[keep]], named)
         by_partition = self._by_partition(query)
-        pair_key, pair_slice, in_base = _merged_pairs(by_source, by_partition, n_slices=len(self.slices))
+        pair_key, pair_slice, flags = _merged_pairs(by_source, by_partition, n_slices=len(self.slices))
+        in_base, surely = (flags & 1) > 0, (flags & 2) > 0
         # Only the candidate slices become locations: the result's cost follows the batch.
         chosen = unique_sorted(pair_slice)
         candidates = [self.slices[int(i)] for i in chosen]
+        slice_idx = np.searchsorted(chosen, pair_slice)
+        # Slices whose every log file has stored records are decided from them, all at once;
+        # the others are read.
+        fast = (
+            self.logs.complete[pair_slice] if self.logs is not None else np.zeros(pair_slice.size, dtype=bool)
+        )
         found = locate_in_slices(
             self.table,
             candidates,
             query.keys,
-            pair_key,
-            np.searchsorted(chosen, pair_slice),
-            in_base=in_base,
+            pair_key[~fast],
+            slice_idx[~fast],
+            in_base=in_base[~fast],
         )
+        decided = (
+            decide_from_stored(
+                self.table,
+                self.logs,
+                self.slices,
+                query.keys,
+                pair_key[fast],
+                pair_slice[fast],
+                in_base[fast],
+                surely[fast],
+            )
+            if self.logs is not None and fast.any()
+            else None
+        )
+        key_out, slice_out = found.key_idx, found.slice_pos
         counters = {
             "files_opened": found.base_files_opened,
             "files_read": found.base_files_read,
             "row_groups_read": found.row_groups_read,
             "bytes_read": found.bytes_read,
-            "false_positives": int(pair_key.size - found.key_idx.size),
             "slices_read": found.slices_read,
             "log_files_read": found.log_files_read,
         }
+        if decided is not None:
+            key_out = np.concatenate([key_out, pair_key[fast][decided.live]])
+            slice_out = np.concatenate([slice_out, slice_idx[fast][decided.live]])
+            counters["files_opened"] += decided.base_files_opened
+            counters["files_read"] += decided.base_files_read
+            counters["row_groups_read"] += decided.row_groups_read
+            counters["bytes_read"] += decided.bytes_read
+        counters["false_positives"] = int(pair_key.size - key_out.size)
         seconds = {"slices": time.perf_counter() - start}
-        return Located(found.key_idx, found.slice_pos, slice_locations(candidates), counters, seconds)
+        return Located(key_out, slice_out, slice_locations(candidates), counters, seconds)
 
     def _by_partition(self, query: KeyQuery) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(key, slice, base may hold it) for every slice whose keys the index does not know and
@@ -116,7 +160,7 @@ class MergedTagging:
         n_keys, fallback = len(query.keys), self.unlocated
         if not fallback.size or not n_keys:
             empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, np.zeros(0, dtype=bool)
+            return empty, empty, np.zeros(0, dtype=np.int8)
         if query.partitions is None:
             key_idx = np.repeat(np.arange(n_keys, dtype=np.int64), fallback.size)
             which = np.tile(np.arange(fallback.size), n_keys)
@@ -133,37 +177,42 @@ class MergedTagging:
             key_idx = np.repeat(np.arange(n_keys, dtype=np.int64), count)
             first = np.repeat(np.cumsum(count) - count, count)
             which = order[np.repeat(low, count) + np.arange(key_idx.size) - first]
-        return key_idx, fallback[which], self.unlocated_base[which]
+        return key_idx, fallback[which], self.unlocated_base[which].astype(np.int8)
 
 
 def _merged_pairs(
     *parts: tuple[np.ndarray, np.ndarray, np.ndarray], n_slices: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct (key, slice) pairs of ``parts``, each with whether any part said its base
-    file may hold the key."""
+    """The distinct (key, slice) pairs of ``parts``, each with its parts' flags or-ed (bit 1: the
+    base file may hold the key, bit 2: it does)."""
     codes = np.concatenate([k.astype(np.int64) * max(n_slices, 1) + s for k, s, _ in parts])
     flags = np.concatenate([b for _, _, b in parts])
     if not codes.size:
         empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, np.zeros(0, dtype=bool)
+        return empty, empty, np.zeros(0, dtype=np.int8)
     order = np.argsort(codes, kind="stable")
     ordered = codes[order]
     starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
-    in_base = np.maximum.reduceat(flags[order].astype(np.int8), starts).astype(bool)
+    merged = np.bitwise_or.reduceat(flags[order].astype(np.int8), starts)
     distinct = ordered[starts]
-    return distinct // max(n_slices, 1), distinct % max(n_slices, 1), in_base
+    return distinct // max(n_slices, 1), distinct % max(n_slices, 1), merged
 
 
 def merged_tagging(
-    reader: TableReader, spec: RecordKeySpec, paths: pa.StringArray, recorded: Callable[[], np.ndarray]
+    reader: TableReader,
+    spec: RecordKeySpec,
+    paths: pa.StringArray,
+    recorded: Callable[[], np.ndarray],
+    stored: Callable[[], StoredLogRecords] | None = None,
 ) -> MergedTagging | None:
     """What tagging needs of a merge-on-read table (``TableReader.log_merging``: a file slice's rows
     are its base file merged with its log files) against an index version's files (``paths``;
-    ``recorded()``: per file, the index holds its keys), or None for a table whose files hold their
-    rows whole."""
+    ``recorded()``: per file, the index holds its keys; ``stored()``: the log records it holds), or
+    None for a table whose files hold their rows whole."""
     merging = reader.log_merging()
     if merging is None:
         return None
     rule = MergeRule.of(merging.properties, reader.root)
     table = SliceTable(reader.root, spec, rule, valid_instants(merging.timeline))
-    return MergedTagging.of(table, reader.file_slices(), paths, recorded())
+    logs = stored() if stored is not None else None
+    return MergedTagging.of(table, reader.file_slices(), paths, recorded(), logs)

@@ -44,7 +44,14 @@ from index_store.tagging.verify import (
     thread_pool,
 )
 
-__all__ = ["SliceMatches", "SliceTable", "locate_in_slices", "slice_locations"]
+__all__ = [
+    "SliceMatches",
+    "SliceRecords",
+    "SliceTable",
+    "base_records",
+    "locate_in_slices",
+    "slice_locations",
+]
 
 
 @dataclass(frozen=True)
@@ -146,7 +153,7 @@ def slice_locations(slices: Sequence[FileSlice]) -> Locations:
 
 
 @dataclass(frozen=True)
-class _Records:
+class SliceRecords:
     """A slice's records of the wanted keys, in no particular order."""
 
     keys: pa.Array
@@ -161,11 +168,11 @@ def _live_in_slice(
     """Per wanted key: is its latest record in ``file_slice`` live? (``maybe_base``: the wanted
     keys its base file may hold.)"""
     distinct = pc.unique(wanted)
-    parts: list[_Records] = []
+    parts: list[SliceRecords] = []
     groups = size = 0
     if file_slice.base is not None and len(maybe_base):
         path = os.path.join(table.root, file_slice.base.path)
-        base, groups, size = _base_records(table, path, pc.unique(maybe_base))
+        base, groups, size = base_records(table, path, pc.unique(maybe_base))
         parts.append(base)
     log_records = 0
     if file_slice.logs:
@@ -189,7 +196,7 @@ def _live_in_slice(
     )
 
 
-def _base_records(table: SliceTable, path: str, distinct: pa.StringArray) -> tuple[_Records, int, int]:
+def base_records(table: SliceTable, path: str, distinct: pa.StringArray) -> tuple[SliceRecords, int, int]:
     """The base file's rows of the wanted keys, only the row groups that may hold one; the row
     groups and compressed bytes read."""
     spec, field = table.spec, table.rule.ordering_field
@@ -224,11 +231,15 @@ def _base_records(table: SliceTable, path: str, distinct: pa.StringArray) -> tup
         for c in column_indices(pf, columns)
     )
     # Base rows come before every log record (negative positions, in file order).
-    records = _Records(keys.filter(hit), np.arange(n, dtype=np.int64) - n, ordering, np.zeros(n, dtype=bool))
+    records = SliceRecords(
+        keys.filter(hit), np.arange(n, dtype=np.int64) - n, ordering, np.zeros(n, dtype=bool)
+    )
     return records, len(groups), size
 
 
-def _log_records(table: SliceTable, file_slice: FileSlice, distinct: pa.StringArray) -> tuple[_Records, int]:
+def _log_records(
+    table: SliceTable, file_slice: FileSlice, distinct: pa.StringArray
+) -> tuple[SliceRecords, int]:
     """The counted log records of the wanted keys, and how many records the logs' counted blocks
     hold."""
     paths = [os.path.join(table.root, f.path) for f in file_slice.logs]
@@ -249,7 +260,7 @@ def _log_records(table: SliceTable, file_slice: FileSlice, distinct: pa.StringAr
     ordering = None
     if table.rule.ordering_field is not None:
         ordering = kept.column(ORDERING_VALUE).combine_chunks()
-    out = _Records(
+    out = SliceRecords(
         kept.column(RECORD_KEY).combine_chunks(),
         kept.column(SEQUENCE).to_numpy().astype(np.int64),
         ordering,
@@ -258,16 +269,16 @@ def _log_records(table: SliceTable, file_slice: FileSlice, distinct: pa.StringAr
     return out, records.num_rows
 
 
-def _concat(parts: list[_Records], rule: MergeRule) -> _Records:
+def _concat(parts: list[SliceRecords], rule: MergeRule) -> SliceRecords:
     """The base file's and the logs' records as one, ordering values in one type."""
     if not parts:
-        return _Records(pa.array([], pa.string()), np.zeros(0, np.int64), None, np.zeros(0, bool))
+        return SliceRecords(pa.array([], pa.string()), np.zeros(0, np.int64), None, np.zeros(0, bool))
     ordering = None
     if rule.ordering_field is not None:
         values = [p.ordering for p in parts if p.ordering is not None]
         kind = promoted_type([v.type for v in values])
         ordering = pa.concat_arrays([v.cast(kind) if kind is not None else v for v in values])
-    return _Records(
+    return SliceRecords(
         pa.concat_arrays([p.keys.cast(pa.string()) for p in parts]),
         np.concatenate([p.positions for p in parts]),
         ordering,

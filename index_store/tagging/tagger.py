@@ -98,7 +98,7 @@ def tag_keys(
     if context.merged is not None:
         # Merge-on-read: a key's latest record may be in a log file, or a delete; the file slices
         # decide, reading what verification would read and the slices' log files.
-        located = context.merged(query, key_idx, file_pos)
+        located = context.merged(query, key_idx, file_pos, found.exact)
         key_idx, file_pos, locations = located.key_idx, located.loc_pos, located.locations
         seconds.update(located.seconds)
         for name, value in located.counters.items():

@@ -61,7 +61,13 @@ def tag_loaded(
         record_lookup=_record_lookup(loaded) if config.record_index else None,
         leading_bounds=lambda: leading_bounds(table, loaded, spec),
         file_ids=table.reader.file_ids,
-        merged=merged_tagging(table.reader, spec, loaded.paths, lambda: loaded.record_key_filters().recorded),
+        merged=merged_tagging(
+            table.reader,
+            spec,
+            loaded.paths,
+            lambda: loaded.record_key_filters().recorded,
+            loaded.log_records,
+        ),
     )
     return tag_keys(context, keys, partitions, method, on_duplicate)
 
