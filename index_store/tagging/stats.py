@@ -68,7 +68,7 @@ class TagStats:
                     _t(s, "verify"),
                 )
             )
-        if self.slices_read:
+        if self.slices_read or "slices" in s:  # merge-on-read: decided by file slice
             rows.append(
                 (
                     "file slices",

@@ -9,12 +9,14 @@ and counts are exact, whatever state the index is in; an index file that cannot 
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ import pytest
 from hudi_expr import Expression, col
 from index_store import CommitConflictError, IndexCorruptError, IndexDefinitionError, IndexedTable, open_table
 from index_store.secondary.build import FileTask, index_file_bytes_for
+from index_store.secondary.cost import costs_for, use_costs
 
 REPO = Path(__file__).resolve().parents[2]
 ROWS = 30
@@ -229,6 +232,21 @@ def _damage(path: Path, how: str) -> None:
         path.write_bytes(data[:4] + data[-8:])  # PAR1 ... PAR1 with no content
 
 
+@contextlib.contextmanager
+def _lookups_free() -> Iterator[None]:
+    """Index lookups priced at nothing for every row reader, so that ``count`` asks the index
+    whichever reader an adapter imported earlier in the process registered (the table is small
+    enough for reading it to be cheaper otherwise, and then no index file is opened)."""
+    before = [costs_for(reader) for reader in ("pyarrow", "duckdb")]
+    for costs in before:
+        use_costs(dataclasses.replace(costs, lookup_file=0.0, lookup_row=0.0))
+    try:
+        yield
+    finally:
+        for costs in before:
+            use_costs(costs)
+
+
 @pytest.mark.parametrize("how", ["missing", "truncated", "garbage", "empty", "footer-only"])
 def test_unreadable_index_file_raises_or_scans(root: Path, how: str) -> None:
     t = open_table(root)
@@ -238,8 +256,8 @@ def test_unreadable_index_file_raises_or_scans(root: Path, how: str) -> None:
     with pytest.raises(IndexCorruptError) as info:
         t.row_ids(EXPR)
     assert target.name in str(info.value)
-    with pytest.raises(IndexCorruptError):
-        t.count(EXPR)
+    with _lookups_free(), pytest.raises(IndexCorruptError):
+        t.count(EXPR)  # a count that asks the index
     # Told to scan, the file's rows are all candidates; the others stay exact.
     ids = _ids(t, EXPR, on_corrupt="scan")
     truth = _truth(root, EXPR)
