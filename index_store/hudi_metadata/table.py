@@ -63,7 +63,7 @@ class HudiMetadataTable:
     see later commits."""
 
     def __init__(self, table: HudiTable | str | os.PathLike[str], *, require_in_step: bool = True) -> None:
-        self.table = table if isinstance(table, HudiTable) else HudiTable(table)
+        self.table = HudiTable(table) if isinstance(table, str | os.PathLike) else table
         self.layout = MetadataLayout(self.table.hoodie_dir, self.table.properties, self.table.timeline())
         self.require_in_step = require_in_step
 

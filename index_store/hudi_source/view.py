@@ -222,11 +222,10 @@ def _open(root: str) -> MetadataState:
 
 def metadata_view(reader: TableReader) -> HudiMetadataView | None:
     """The metadata table view of ``reader`` when it is a Hudi table with a metadata table."""
-    if not isinstance(reader, HudiTable):
+    hudi = reader.hudi_table()
+    if hudi is None or not os.path.isdir(os.path.join(hudi.hoodie_dir, "metadata", ".hoodie")):
         return None
-    if not os.path.isdir(os.path.join(reader.hoodie_dir, "metadata", ".hoodie")):
-        return None
-    return HudiMetadataView(reader)
+    return HudiMetadataView(hudi)
 
 
 @dataclass(frozen=True)

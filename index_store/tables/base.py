@@ -14,6 +14,7 @@ from index_store.tables.file_ids import stem_file_ids
 
 if TYPE_CHECKING:
     from index_store.record_key import RecordKeySpec
+    from index_store.tables.hudi import HudiTable
     from index_store.tables.hudi_timeline import HudiTimeline
 
 __all__ = [
@@ -185,6 +186,11 @@ class TableReader(Protocol):
         log), or None when there is none to watch."""
         ...
 
+    def hudi_table(self) -> HudiTable | None:
+        """The Hudi table this reader reads, for what only Hudi keeps (its metadata table); None
+        for other formats."""
+        ...
+
 
 class TableReaderBase:
     """Defaults for a ``TableReader``: read by file list, no declared record key, partitions from
@@ -238,4 +244,7 @@ class TableReaderBase:
 
     @property
     def timeline_dir(self) -> str | None:
+        return None
+
+    def hudi_table(self) -> HudiTable | None:
         return None

@@ -460,6 +460,9 @@ class HudiTable(TableReaderBase):
         """The file group id each base or log file name carries."""
         return hudi_file_ids(paths)
 
+    def hudi_table(self) -> HudiTable:
+        return self
+
     def log_merging(self) -> LogMerging | None:
         """A merge-on-read table's properties and timeline, read now; None for copy-on-write."""
         return LogMerging(self.properties, self.timeline()) if self.merge_on_read else None
