@@ -69,8 +69,9 @@ def open_table(
 ) -> IndexedTable:
     """A plain parquet directory or Hudi table, with its index at ``index_path`` (default
     ``<table>/.hoodie/.index``, for tables one may write to). A merge-on-read Hudi table is
-    indexed and pruned by file slice; what would read its rows file by file (``tag``, ``read``,
-    ``select``, ``row_ids``, ``count``, ``exists``, secondary indexes) raises ``MergedReadError``.
+    indexed and pruned by file slice, its rows read merged (``read``, ``count``, ``exists``: hudi-rs
+    merges each kept slice) and its keys tagged by slice; what would read its rows file by file
+    (``select``, ``row_ids``, secondary indexes) raises ``MergedReadError``.
 
     ``check_files`` (plain directories): how each read knows which files were added, deleted or
     rewritten since it last listed the table: ``"watch"`` by change notification where the file
