@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import os
 import time
 import warnings
@@ -125,25 +126,17 @@ class IndexWriter:
             if record_index_shards < 1 or record_index_shards & (record_index_shards - 1):
                 raise ValueError(f"record_index_shards must be a power of two, not {record_index_shards}")
             config = dataclasses.replace(config, record_index_shards=record_index_shards)
-        if compute is not None:
-            built = compute(
-                self.root,
-                files,
-                self.reader.partition_schema(),
-                bloom_columns=list(config.bloom_columns),
-                fpp=config.fpp,
-                progress=progress,
-            )
-        else:
-            built = compute_stats(
-                self.root,
-                files,
-                self.reader.partition_schema(),
-                bloom_columns=list(config.bloom_columns),
-                fpp=config.fpp,
-                progress=progress,
-                log_records_whole=self.reader.log_records_whole,
-            )
+        make_stats = compute or functools.partial(
+            compute_stats, log_records_whole=self.reader.log_records_whole
+        )
+        built = make_stats(
+            self.root,
+            files,
+            self.reader.partition_schema(),
+            bloom_columns=list(config.bloom_columns),
+            fpp=config.fpp,
+            progress=progress,
+        )
         if compute is not None and [f.path for f in built.files] != [f.path for f in files]:
             raise ValueError("compute returned stats of other files than it was given (or out of order)")
         if files:

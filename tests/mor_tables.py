@@ -164,7 +164,9 @@ def condition_for(snapshot: pa.Table) -> str:
     raise AssertionError("no column to filter on")
 
 
-def _normalized(column: pa.ChunkedArray) -> list[Any]:
+def normalized_values(column: pa.ChunkedArray) -> list[Any]:
+    """A column's values in one spelling: timestamps as UTC microseconds, integers of any width
+    and decimals as text, nested values by their repr."""
     t = column.type
     if pa.types.is_dictionary(t):
         column, t = column.cast(t.value_type), t.value_type
@@ -184,6 +186,6 @@ def assert_same_rows(ours: pa.Table, expected: pa.Table) -> None:
     data = [c for c in expected.column_names if not c.startswith("_hoodie")]
     assert set(data) <= set(columns), (ours.column_names, expected.column_names)
     assert ours.num_rows == expected.num_rows
-    mine = Counter(zip(*[_normalized(ours.column(c)) for c in columns], strict=True))
-    theirs = Counter(zip(*[_normalized(expected.column(c)) for c in columns], strict=True))
+    mine = Counter(zip(*[normalized_values(ours.column(c)) for c in columns], strict=True))
+    theirs = Counter(zip(*[normalized_values(expected.column(c)) for c in columns], strict=True))
     assert mine == theirs

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from hudi_data import COW_TABLES
+from mor_tables import normalized_values
 
 from adapters import duckdb as duck
 from hudi_expr import AlwaysTrue
@@ -38,22 +39,8 @@ def _snapshot(root: Path) -> pa.Table:
     return pa.Table.from_batches(batches)
 
 
-def _normalized(column: pa.ChunkedArray) -> list[Any]:
-    t = column.type
-    if pa.types.is_dictionary(t):
-        column, t = column.cast(t.value_type), t.value_type
-    if pa.types.is_timestamp(t):  # the same instant in any unit and zone
-        column = pc.cast(column, pa.timestamp("us", tz="UTC") if t.tz else pa.timestamp("us"))
-        return column.cast(pa.int64()).to_pylist()
-    if pa.types.is_nested(t):
-        return [repr(v) for v in column.to_pylist()]
-    if pa.types.is_primitive(t) or pa.types.is_decimal(t):  # one spelling across integer widths
-        return column.cast(pa.string()).to_pylist()
-    return column.to_pylist()
-
-
 def _rows(table: pa.Table, columns: list[str]) -> Counter[tuple[Any, ...]]:
-    values = [_normalized(table.column(c)) for c in columns]
+    values = [normalized_values(table.column(c)) for c in columns]
     return Counter(zip(*values, strict=True)) if values else Counter()
 
 
