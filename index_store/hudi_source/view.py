@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -67,6 +67,8 @@ class MetadataState:
     _stats_error: list[str] = field(default_factory=list)
     _secondary: dict[str, pa.Table] = field(default_factory=dict)  # per partition
     _definitions: dict[str, HudiIndexDefinition] | None = None
+    # What other readers of this state decode once (partition statistics, bloom filters), by name.
+    cache: dict[Any, Any] = field(default_factory=dict)
 
     @property
     def usable(self) -> bool:
