@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from hudi_expr import Expression, FileStats, explain, might_match
 from hudi_expr.explain import Explanation
 from hudi_expr.inclusive import prepare
+from index_store.hudi_source.blooms import HudiBloomFilterSource, bloom_memberships
 from index_store.hudi_source.partition_stats import HudiPartitionStatsSource, partition_aligned_stats
 from index_store.hudi_source.secondary import secondary_memberships
 from index_store.hudi_source.source import (
@@ -89,6 +90,12 @@ def prune_listing(
     notes = [*by_partition.notes, *found.notes, *([answered_note(state)] if found.columns else [])]
     if found.columns:
         steps.append((HudiMetadataSource().name, stats))
+    blooms, bloom_notes = bloom_memberships(state, paths, columns, schema)
+    for column, filters in blooms.items():
+        stats = stats.with_membership(column, filters)
+    if blooms:
+        steps.append((HudiBloomFilterSource().name, stats))
+    notes.extend(bloom_notes)
     members = secondary_memberships(state, reader, paths, columns, schema)
     for column, membership in members.items():
         stats = stats.with_membership(column, membership)
