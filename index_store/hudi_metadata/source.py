@@ -30,13 +30,9 @@ from index_store.hudi_metadata.records import Cells
 __all__ = ["slice_cells", "table_cells"]
 
 
-def _decoded_keys(keys: pa.Array) -> list[str]:
-    return [k.decode("utf-8") for k in keys.to_pylist()]
-
-
 def table_cells(cells: pa.Table, schema: str | None, where: str) -> Cells:
     """``Cells`` of an HFile's ``key``/``value`` table."""
-    return Cells(_decoded_keys(cells[KEY].combine_chunks()), cells[VALUE].to_pylist(), schema, where)
+    return Cells(cells[KEY].combine_chunks(), cells[VALUE].combine_chunks(), schema, where)
 
 
 def _read(reader: HFileReader, keys: Sequence[bytes] | None, prefixes: Sequence[bytes] | None) -> pa.Table:
@@ -66,7 +62,9 @@ def _block_cells(block: LogBlock, keys: Sequence[bytes] | None, prefixes: Sequen
             deleted = deleted.filter(pc.is_in(deleted, value_set=wanted))
         elif prefixes is not None:
             deleted = deleted.filter(starts_with_any(deleted, prefixes))
-        return Cells(deleted.to_pylist(), None, None, where)
+        return Cells(
+            deleted.combine_chunks() if isinstance(deleted, pa.ChunkedArray) else deleted, None, None, where
+        )
     raise MetadataTableError(
         f"{where}: a block of type {block.type_code} in a metadata table log file, where Hudi writes HFile "
         "data blocks and delete blocks only"
