@@ -72,16 +72,19 @@ class SecondaryRows:
     def source(self) -> str:
         return f"{SOURCE_NAME} ({', '.join(self.partitions)})"
 
-    def explain(self) -> str:
-        lines = [
-            f"{self.source} used: {len(self.keys)} record keys, file slices read: "
-            f"{len(self.slices)} of {self.total_slices}",
+    def reason(self) -> str:
+        """What the lookup found and how rows are told, after "<source> used: "."""
+        how = (
             "count/exists from the index alone (keys unique, every condition indexed)"
             if self.exact
             else "rows checked by reading the candidate slices"
-            + ("" if self.unique else " (keys not proven unique: files whose key range may hold one kept)"),
-        ]
-        return "\n".join([*lines, *self.notes])
+            + ("" if self.unique else " (keys not proven unique: files whose key range may hold one kept)")
+        )
+        found = f"{len(self.keys)} record keys, file slices read: {len(self.slices)} of {self.total_slices}"
+        return "\n".join([f"{found}; {how}", *self.notes])
+
+    def explain(self) -> str:
+        return f"{self.source} used: {self.reason()}"
 
 
 def secondary_rows(
@@ -93,7 +96,9 @@ def secondary_rows(
         return None
     bound = predicate.bind(schema)
     conjuncts = bound.operands() if isinstance(bound, And) else [bound]
-    usable, notes = usable_indexes(state, schema)
+    usable, unusable = usable_indexes(state, schema)
+    referenced = set(bound.references())
+    notes = [note for column, note in unusable.items() if column in referenced]
     placed: PlacedKeys | None = None
     partitions: list[str] = []
     for leaf in conjuncts:
@@ -105,7 +110,8 @@ def secondary_rows(
         values = leaf.values if isinstance(leaf, In) else pa.array([leaf.literal], leaf.term.type)
         found = place_values(state, index.partition, index.form.keys(values))
         if found is None:
-            notes.append(f"{SOURCE_NAME} ({index.partition}): a record key the record index cannot place (not used)")
+            where = f"{SOURCE_NAME} ({index.partition})"
+            notes.append(f"{where}: a record key the record index cannot place (not used)")
             continue
         placed = found if placed is None else placed.restrict(found)
         partitions.append(index.partition)
@@ -176,7 +182,9 @@ def exists_row(reader: TableReader, found: SecondaryRows, expr: Expression, quer
     return any(_filtered(found, bound, pa.Table.from_batches([b])).num_rows for b in stream)
 
 
-def row_masks(reader: TableReader, found: SecondaryRows, expr: Expression) -> list[tuple[str, int, np.ndarray]]:
+def row_masks(
+    reader: TableReader, found: SecondaryRows, expr: Expression
+) -> list[tuple[str, int, np.ndarray]]:
     """Per candidate base file (a table whose files hold their rows whole), its path, row count
     and the mask of its rows ``expr`` is TRUE on."""
     layout, bound, _, needed = _planned(reader, found, expr, [])
@@ -217,7 +225,9 @@ def selection(
             files=list(kept),
             row_counts=[pq.ParquetFile(f).metadata.num_rows for f in kept],
             rows=[FileRows(None, False)] * len(kept),
-            use=IndexUse(False, "no usable Hudi secondary index answers a condition of it", source=SOURCE_NAME),
+            use=IndexUse(
+                False, "no usable Hudi secondary index answers a condition of it", source=SOURCE_NAME
+            ),
             total_files=len(listing.files),
             partition_values=[values.get(r, {}) for r in rels],
         )
@@ -226,7 +236,7 @@ def selection(
         files=[prefix + path for path, _, _ in masks],
         row_counts=[n for _, n, _ in masks],
         rows=[FileRows(mask, True) for _, _, mask in masks],
-        use=IndexUse(True, found.explain(), indexed_leaves=len(found.partitions), source=found.source),
+        use=IndexUse(True, found.reason(), indexed_leaves=len(found.partitions), source=found.source),
         total_files=len(listing.files),
         partition_values=[values.get(path, {}) for path, _, _ in masks],
     )

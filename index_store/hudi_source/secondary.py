@@ -50,13 +50,13 @@ class UsableIndex:
     form: SecondaryForm
 
 
-def usable_indexes(state: MetadataState, schema: pa.Schema) -> tuple[dict[str, UsableIndex], list[str]]:
-    """Per column of ``schema``, the secondary index that may answer on it; and why the others
-    (declared on a column here) cannot, one note each."""
+def usable_indexes(state: MetadataState, schema: pa.Schema) -> tuple[dict[str, UsableIndex], dict[str, str]]:
+    """Per column of ``schema``, the secondary index that may answer on it; and per column whose
+    index cannot, a note saying why."""
     if state.mdt is None:
-        return {}, []
+        return {}, {}
     out: dict[str, UsableIndex] = {}
-    notes: list[str] = []
+    notes: dict[str, str] = {}
     types = {f.name: f.type for f in schema}
     for partition, definition in state.definitions().items():
         if definition.index_type != "secondary_index" or len(definition.columns) != 1:
@@ -70,7 +70,7 @@ def usable_indexes(state: MetadataState, schema: pa.Schema) -> tuple[dict[str, U
             assert form is not None
             out[column] = UsableIndex(partition, column, form)
         else:
-            notes.append(f"{SOURCE_NAME} ({partition}) not used for {column}: {why}")
+            notes[column] = f"{SOURCE_NAME} ({partition}) not used for {column}: {why}"
     return out, notes
 
 
@@ -208,7 +208,7 @@ class SecondaryMembership:
         placed = place_values(self.state, self.index.partition, self.index.form.keys(values))
         if placed is None:
             return pa.nulls(len(self.groups), pa.bool_())  # a key with no known file: nothing proven
-        held = np.asarray(pc.is_in(self.groups, value_set=pc.unique(placed.groups)).to_numpy(zero_copy_only=False))
+        held = pc.is_in(self.groups, value_set=pc.unique(placed.groups)).to_numpy(zero_copy_only=False)
         if not self.unique:
             held = held | may_hold_keys(self.state, self.paths, placed.keys, self.schema)
         return pa.array(held, pa.bool_())
