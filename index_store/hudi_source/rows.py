@@ -99,15 +99,23 @@ def secondary_rows(
     usable, unusable = usable_indexes(state, schema)
     referenced = set(bound.references())
     notes = [note for column, note in unusable.items() if column in referenced]
+    answerable = [
+        (leaf, index)
+        for leaf in conjuncts
+        if isinstance(leaf, EqualTo | In)
+        and isinstance(leaf.term, BoundReference)
+        and leaf.term.path == (leaf.term.name,)
+        and (index := usable.get(leaf.term.name)) is not None
+    ]
+    if not answerable:
+        return None
+    unique = keys_unique(state, reader, schema)  # first: it may decode the record index lookups use
     placed: PlacedKeys | None = None
     partitions: list[str] = []
-    for leaf in conjuncts:
-        if not isinstance(leaf, EqualTo | In) or not isinstance(leaf.term, BoundReference):
-            continue
-        index = usable.get(leaf.term.name)
-        if index is None or leaf.term.path != (leaf.term.name,):
-            continue
-        values = leaf.values if isinstance(leaf, In) else pa.array([leaf.literal], leaf.term.type)
+    for leaf, index in answerable:
+        values = (
+            leaf.values if isinstance(leaf, In) else pa.array([leaf.literal], schema.field(index.column).type)
+        )
         found = place_values(state, index.partition, index.form.keys(values))
         if found is None:
             where = f"{SOURCE_NAME} ({index.partition})"
@@ -117,7 +125,6 @@ def secondary_rows(
         partitions.append(index.partition)
     if placed is None:
         return None
-    unique = keys_unique(state, reader, schema)
     all_slices = reader.file_slices()
     wanted = set(pc.unique(placed.groups).to_pylist())
     if not unique and len(placed.keys):

@@ -120,7 +120,11 @@ def place_values(state: MetadataState, partition: str, wanted: pa.StringArray) -
         keys = _flat(pc.unique(found))
         if not len(keys):
             return PlacedKeys(pa.array([], pa.string()), pa.array([], pa.string()))
-        located = state.mdt.record_index(keys.to_pylist())
+        whole = state.known("record_index")  # decoded by ``keys_unique``, if it was
+        if isinstance(whole, pa.Table):
+            located = whole.filter(pc.is_in(whole["record_key"], value_set=keys))
+        else:
+            located = state.mdt.record_index(keys.to_pylist())
     except MetadataTableError:
         return None
     if located.num_rows < len(keys):
@@ -152,14 +156,20 @@ def keys_unique(state: MetadataState, reader: TableReader, schema: pa.Schema) ->
         rows = aligned_stats(state, paths, [], schema).row_count
         if rows.null_count:
             return False
-        assert state.mdt is not None
-        try:
-            entries = state.mdt.record_index().num_rows
-        except MetadataTableError:
-            return False
-        return int(pc.sum(rows).as_py() or 0) == entries
+        whole = state.fact("record_index", lambda: _whole_record_index(state))
+        return whole is not None and int(pc.sum(rows).as_py() or 0) == whole.num_rows
 
     return state.fact("keys_unique", work)
+
+
+def _whole_record_index(state: MetadataState) -> pa.Table | None:
+    """Every ``record_index`` entry (kept for this state: later lookups filter it), or None when
+    one names a file group with no live slice (then each lookup is checked on its own)."""
+    assert state.mdt is not None
+    try:
+        return state.mdt.record_index()
+    except MetadataTableError:
+        return None
 
 
 def may_hold_keys(

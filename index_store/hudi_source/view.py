@@ -120,6 +120,10 @@ class MetadataState:
             self._facts[name] = make()
         return self._facts[name]  # type: ignore[return-value]
 
+    def known(self, name: str) -> object | None:
+        """The fact ``name`` when it was worked out already (``fact``), else None."""
+        return self._facts.get(name)
+
     def definitions(self) -> dict[str, HudiIndexDefinition]:
         """The indexes the data table declares (none when their file does not read)."""
         if self._definitions is None:
