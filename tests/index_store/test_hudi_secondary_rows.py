@@ -78,11 +78,14 @@ def _expected(snapshot: pa.Table, where: str) -> list[str]:
 
 
 def _check(root: Path, snapshot: pa.Table | None = None) -> None:
-    """read, count and exists of every case equal DuckDB over the snapshot."""
+    """read, count and exists of every case equal DuckDB over the snapshot, and prune keeps every
+    file group holding a matching row."""
     snapshot = _snapshot(root) if snapshot is None else snapshot
     table = open_table(root)
     for expr, where, _ in CASES:
         expected = _expected(snapshot, where)
+        holding = snapshot.filter(pa.array(_matching(snapshot, where)))["_hoodie_file_name"].to_pylist()
+        assert {_group(f) for f in holding} <= {_group(f) for f in table.prune(expr).files}, where
         got = table.read(expr, ["_hoodie_record_key", "merchant_name", "txn_date"])
         assert sorted(got["_hoodie_record_key"].to_pylist()) == expected, where
         assert table.count(expr) == len(expected), where
@@ -174,12 +177,18 @@ def _set_property(root: Path, key: str, value: str) -> None:
 
 def _append(root: Path, partition: str, key: str, record: dict[str, object]) -> None:
     """``record`` appended to the metadata file group holding ``key`` (Hudi hashes each key to
-    one; else the first), as a log file of its latest slice."""
+    one; else the first), as a log file of its latest slice read after the others."""
     mdt = HudiMetadataTable(root)
     slices = mdt.layout.slices(partition)
     held = [p for p in slices if any(key in c.keys for c in slice_cells(p, mdt.layout.valid_instant))]
     piece = (held or slices)[0]
-    append_log(root, partition, piece.file_id, piece.base_instant or _latest(root), [record])
+    append_log(root, partition, piece.file_id, _newest(root, piece.base_instant), [record])
+
+
+def _newest(root: Path, base_instant: str | None) -> str:
+    """An instant a new log block of a metadata slice is read at: the later of the data table's
+    latest commit (the metadata table's latest delta commit) and the slice's base (a compaction)."""
+    return max(_latest(root), base_instant or "")
 
 
 def test_a_metadata_table_behind_answers_by_reading(copy_table: Callable[[str], Path]) -> None:
@@ -220,33 +229,47 @@ def test_a_key_the_record_index_cannot_place_answers_by_reading(copy_table: Call
     assert found is not None and found.exact
 
 
-def test_keys_not_proven_unique_are_counted_by_reading(copy_table: Callable[[str], Path]) -> None:
-    """A record index entry more than the table has rows: the keys may not be unique, so nothing
-    is counted from the index, and files whose key range may hold a key are read too."""
-    root = copy_table("v9_txns_simple_meta")
-    mdt = HudiMetadataTable(root)
-    placed = mdt.record_index(["TXN-001"]).to_pylist()[0]
-    raw = mdt._raw("record_index", "record_index")
-    value = uuid.UUID(placed["file_id"].rsplit("-", 1)[0]).int
+def _record_index_entry(key: str, partition: str, file_id: str, instant: object) -> dict[str, object]:
+    value = uuid.UUID(file_id.rsplit("-", 1)[0]).int
     signed = lambda v: v - (1 << 64) if v >= 1 << 63 else v  # noqa: E731
-    record = {
-        "key": "TXN-EXTRA",
+    return {
+        "key": key,
         "type": 5,
         "recordIndexMetadata": {
-            "partitionName": placed["partition"],
+            "partitionName": partition,
             "fileIdHighBits": signed(value >> 64),
             "fileIdLowBits": signed(value & ((1 << 64) - 1)),
-            "fileIndex": int(placed["file_id"].rsplit("-", 1)[1]),
+            "fileIndex": int(file_id.rsplit("-", 1)[1]),
             "fileId": "",
-            "instantTime": raw["instant_time"][0].as_py(),
+            "instantTime": instant,
             "fileIdEncoding": 0,
             "position": None,
         },
     }
-    _append(root, "record_index", "TXN-EXTRA", record)
+
+
+def test_keys_not_proven_unique_are_counted_by_reading(copy_table: Callable[[str], Path]) -> None:
+    """A record index entry more than the table has rows: the keys may not be unique (as with
+    inserts allowing duplicates), so nothing is counted from the index, and every file whose key
+    range may hold a key is read too: here the record index names another file group for TXN-001
+    (as it names one copy of a duplicated key), and its row is still found."""
+    root = copy_table("v9_txns_simple_meta")
+    mdt = HudiMetadataTable(root)
+    entries = mdt.record_index()
+    placed = entries.filter(pa.compute.equal(entries["record_key"], "TXN-001")).to_pylist()[0]
+    other = next(r for r in entries.to_pylist() if r["file_id"] != placed["file_id"])
+    instant = mdt._raw("record_index", "record_index")["instant_time"][0].as_py()
+    records = [
+        _record_index_entry("TXN-001", other["partition"], other["file_id"], instant),
+        _record_index_entry("TXN-EXTRA", placed["partition"], placed["file_id"], instant),
+    ]
+    slices = mdt.layout.slices("record_index")
+    held = [p for p in slices if any("TXN-001" in c.keys for c in slice_cells(p, mdt.layout.valid_instant))]
+    append_log(root, "record_index", held[0].file_id, _newest(root, held[0].base_instant), records)
     _check(root)
     found = open_table(root)._from_hudi_secondary(col("merchant_name") == "Amazon")
     assert found is not None and not found.exact and not found.unique
+    assert {placed["file_id"], other["file_id"]} <= {s.file_id for s in found.slices}
     assert "keys not proven unique" in found.explain()
 
 
