@@ -17,7 +17,7 @@ from hudi_expr.explain import Explanation
 from hudi_expr.inclusive import prepare
 from index_store.hudi_source.blooms import HudiBloomFilterSource, bloom_memberships
 from index_store.hudi_source.partition_stats import HudiPartitionStatsSource, partition_aligned_stats
-from index_store.hudi_source.secondary import secondary_memberships
+from index_store.hudi_source.secondary import secondary_memberships, usable_indexes
 from index_store.hudi_source.source import (
     HudiMetadataSource,
     HudiSecondaryIndexSource,
@@ -101,7 +101,9 @@ def prune_listing(
         stats = stats.with_membership(column, membership)
     if members:
         steps.append((HudiSecondaryIndexSource().name, stats))
-        notes.append(f"{SOURCE_NAME} answered: secondary indexes of {', '.join(members)} (= and IN)")
+        named = ", ".join(f"{SOURCE_NAME} ({m.index.partition})" for m in members.values())
+        notes.append(f"{SOURCE_NAME} answered: secondary indexes of {', '.join(members)} (= and IN): {named}")
+    notes += [n for c, n in usable_indexes(state, schema)[1].items() if c in bound.references()]
     sourced = SourcedStats(stats, base, tuple(steps), tuple(notes))
     kept = np.asarray(might_match(bound, stats).to_numpy(zero_copy_only=False), dtype=bool)
     whole = not reads_whole_files(reader)

@@ -12,9 +12,9 @@ of stays unknown. Each such case leaves a note for ``explain``.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +42,7 @@ IndexSourceChoice = Literal["auto", "own", "hudi"]
 index only, ``hudi`` Hudi's metadata table only."""
 
 SOURCE_NAME = "Hudi metadata table"
+_T = TypeVar("_T")
 _CHOICES = ("auto", "own", "hudi")
 
 
@@ -67,6 +68,7 @@ class MetadataState:
     _stats_error: list[str] = field(default_factory=list)
     _secondary: dict[str, pa.Table] = field(default_factory=dict)  # per partition
     _definitions: dict[str, HudiIndexDefinition] | None = None
+    _facts: dict[str, object] = field(default_factory=dict)  # what was worked out of this state
     # What other readers of this state decode once (partition statistics, bloom filters), by name.
     cache: dict[Any, Any] = field(default_factory=dict)
 
@@ -127,6 +129,16 @@ class MetadataState:
             self._secondary[partition] = self.mdt.secondary_index(partition)
         return self._secondary[partition]
 
+    def fact(self, name: str, make: Callable[[], _T]) -> _T:
+        """``make()``, worked out once per metadata table state (``name`` says what it is)."""
+        if name not in self._facts:
+            self._facts[name] = make()
+        return self._facts[name]  # type: ignore[return-value]
+
+    def known(self, name: str) -> object | None:
+        """The fact ``name`` when it was worked out already (``fact``), else None."""
+        return self._facts.get(name)
+
     def definitions(self) -> dict[str, HudiIndexDefinition]:
         """The indexes the data table declares (none when their file does not read)."""
         if self._definitions is None:
@@ -152,12 +164,16 @@ class HudiIndexStatus:
     used_for: str  # what it answers here: "prune", "tag", "prune (= and IN)", or ""
 
 
-def index_statuses(state: MetadataState, schema: pa.Schema) -> list[HudiIndexStatus]:
-    """Every index Hudi declares or has a partition of, with its state and what it answers
-    (a secondary index answers for a string column of ``schema`` only)."""
+def index_statuses(
+    state: MetadataState, schema: pa.Schema, usable_secondary: Collection[str] = ()
+) -> list[HudiIndexStatus]:
+    """Every index Hudi declares or has a partition of, with its state and what it answers; a
+    secondary index answers when it is one of ``usable_secondary`` (``secondary.usable_indexes``
+    says which: its column's values have a proven secondary-key form, the record index is there)."""
     defs = state.definitions()
     names = list(dict.fromkeys([*state.available, *state.inflight, *defs]))
     out = []
+    used = {"column_stats": "prune", "record_index": "tag", "secondary_index": "prune, rows (= and IN)"}
     for name in names:
         d = defs.get(name)
         kind = d.index_type if d is not None else name.rstrip("_0123456789")
@@ -166,22 +182,16 @@ def index_statuses(state: MetadataState, schema: pa.Schema) -> list[HudiIndexSta
         built = (
             "building" if name in state.inflight else "available" if name in state.available else "declared"
         )
-        used = {"column_stats": "prune", "record_index": "tag", "secondary_index": "prune (= and IN)"}
-        if kind == "secondary_index" and not (
-            state.has("record_index")  # the secondary keys' record keys are placed through it
-            and d is not None
-            and len(d.columns) == 1
-            and d.columns[0] in schema.names
-            and pa.types.is_string(schema.field(d.columns[0]).type)
-        ):
-            used.pop(kind)  # only string columns' secondary keys are compared here
+        answers = used.get(kind, "")
+        if kind == "secondary_index" and name not in usable_secondary:
+            answers = ""
         out.append(
             HudiIndexStatus(
                 name,
                 kind,
                 d.columns if d is not None else (),
                 built,
-                used.get(kind, "") if built == "available" and state.mdt is not None else "",
+                answers if built == "available" and state.mdt is not None else "",
             )
         )
     return out

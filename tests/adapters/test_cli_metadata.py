@@ -22,8 +22,9 @@ def test_stats_name_the_partitions_and_those_used(
     assert code == 0
     assert out.startswith("no index built\nHudi metadata table: in step; partitions column_stats, files,")
     assert (
-        "  used: column_stats (prune), record_index (tag), secondary_index_merchant_idx (prune (= and IN))\n"
-        in out
+        "  used: column_stats (prune), record_index (tag), "
+        "secondary_index_merchant_idx (prune, rows (= and IN)), "
+        "secondary_index_txn_date_idx (prune, rows (= and IN))\n" in out
     )
     run(capsys, "build", str(root))
     code, out, _ = run(capsys, "stats", str(root), "--json")
@@ -31,7 +32,8 @@ def test_stats_name_the_partitions_and_those_used(
     assert summary["used"] == {
         "column_stats": "prune",
         "record_index": "tag",
-        "secondary_index_merchant_idx": "prune (= and IN)",
+        "secondary_index_merchant_idx": "prune, rows (= and IN)",
+        "secondary_index_txn_date_idx": "prune, rows (= and IN)",
     }
     assert "secondary_index_merchant_idx" in summary["partitions"]
     code, _, err = run(capsys, "stats", str(root), "--source", "own")
