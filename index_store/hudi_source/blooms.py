@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_expr import FileStats
-from index_store.errors import MetadataTableError, RecordKeyError
+from index_store.errors import HFileError, MetadataTableError, RecordKeyError
 from index_store.hudi_bloom.filter import HudiBloomFilter
 from index_store.hudi_bloom.filter_set import HudiBloomFilterSet
 from index_store.hudi_bloom.format import HudiBloomFormatError
@@ -61,7 +61,7 @@ def _filters(state: MetadataState, paths: pa.StringArray) -> tuple[list[HudiBloo
         try:
             rows = state.mdt.bloom_filters(pa.table({"partition": folders, "file_name": names})).to_pylist()
             made = [HudiBloomFilter.from_serialized(r["bloom_filter"], r["bloom_type"]) for r in rows]
-        except (MetadataTableError, HudiBloomFormatError, ValueError) as exc:
+        except (MetadataTableError, HFileError, HudiBloomFormatError, ValueError) as exc:
             return [None] * len(paths), [
                 f"{SOURCE_NAME} not used: its {PARTITION} partition does not read ({exc})"
             ]

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from hudi_expr import ColumnStats, FileStats
 from hudi_expr.stats import leaf_columns
-from index_store.errors import MetadataTableError
+from index_store.errors import HFileError, MetadataTableError
 from index_store.hudi_source.source import intersect_bounds
 from index_store.hudi_source.view import SOURCE_NAME, AlignedStats, MetadataState, typed_column_stats
 from index_store.sources.base import SourceQuery
@@ -49,7 +49,7 @@ def partition_stats_tables(
         assert state.mdt is not None
         try:
             table = state.mdt.partition_stats(missing, schema=schema)
-        except (MetadataTableError, ValueError, TypeError, pa.ArrowException):
+        except (MetadataTableError, HFileError, ValueError, TypeError, pa.ArrowException):
             return None  # unreadable, or bounds that do not convert: not used (never cached)
         for column in missing:
             if column not in table.column_names:

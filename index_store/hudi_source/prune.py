@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudi_expr import Expression, FileStats, explain, might_match
@@ -24,7 +25,7 @@ from index_store.hudi_source.source import (
     answered_note,
     intersect_bounds,
 )
-from index_store.hudi_source.view import SOURCE_NAME, MetadataState, aligned_stats
+from index_store.hudi_source.view import SOURCE_NAME, AlignedStats, MetadataState, aligned_stats
 from index_store.keys import slice_keys
 from index_store.slices import PrunedSlice, SliceGroups, slices_of
 from index_store.sources.files import SourcedStats
@@ -81,7 +82,11 @@ def prune_listing(
     by_partition = partition_aligned_stats(state, paths, columns, schema)
     stats = FileStats(paths, base.row_count, by_partition.columns, schema)
     steps = [(HudiPartitionStatsSource().name, stats)] if by_partition.columns else []
-    found = aligned_stats(state, paths, columns, schema)
+    if by_partition.columns and not pc.any(might_match(bound, stats)).as_py():
+        # Every partition ruled out: no file's own statistics need reading.
+        found = AlignedStats({}, pa.nulls(n, pa.int64()), [])
+    else:
+        found = aligned_stats(state, paths, columns, schema)
     merged = dict(by_partition.columns)
     for name, theirs in found.columns.items():
         mine = merged.get(name)

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from hudi_expr import ColumnStats
 from hudi_expr.stats import leaf_columns
-from index_store.errors import IndexSourceError, MetadataTableError
+from index_store.errors import HFileError, IndexSourceError, MetadataTableError
 from index_store.hudi_metadata.table import HudiIndexDefinition, HudiMetadataTable
 from index_store.tables.base import TableReader
 from index_store.tables.hudi import HudiTable
@@ -104,7 +104,7 @@ class MetadataState:
             assert self.mdt is not None
             try:
                 table = self.mdt.column_stats(missing, schema=schema)
-            except (MetadataTableError, ValueError, TypeError, pa.ArrowException) as exc:
+            except (MetadataTableError, HFileError, ValueError, TypeError, pa.ArrowException) as exc:
                 # Unreadable, or bounds that do not convert to the columns' types: not used.
                 self._stats_error.append(str(exc))
                 return None

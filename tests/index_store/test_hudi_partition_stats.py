@@ -174,3 +174,17 @@ def test_counts_and_tombstones_keep_partitions(copy_table: Callable[[str], Path]
     assert _must_keep(root, "merchant_name IS NULL", []) <= {_group(f) for f in result.files}
     result = table.prune(col("amount") > Decimal("100000"))
     assert result.removed_by_source.get(SOURCE, 0) == len(listing) - eu
+
+
+def test_files_all_ruled_out_by_partition_need_no_file_statistics(copy_table: Callable[[str], Path]) -> None:
+    root = copy_table("v9_txns_simple_meta")
+    for base in (root / ".hoodie" / "metadata" / "column_stats").glob("*.hfile"):
+        base.write_bytes(b"not an HFile")  # column_stats unreadable from here on
+    table = open_table(root, source="hudi")
+    none = table.prune(col("amount") > Decimal("1000000"))
+    assert none.kept == 0 and none.removed_by_source == {SOURCE: none.total}
+    assert not any("column_stats" in n for n in none.notes())  # never read
+    some = table.prune(col("amount") > Decimal("5000"))
+    assert 0 < some.kept < some.total
+    assert any("column_stats" in n for n in some.notes())  # read, and found unreadable
+    assert _must_keep(root, "amount > ?", [Decimal("5000")]) <= {_group(f) for f in some.files}
