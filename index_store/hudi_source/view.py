@@ -14,14 +14,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_expr import ColumnStats
 from hudi_expr.stats import leaf_columns
-from index_store.errors import IndexSourceError, MetadataTableError
+from index_store.errors import HFileError, IndexSourceError, MetadataTableError
 from index_store.hudi_metadata.table import HudiIndexDefinition, HudiMetadataTable
 from index_store.tables.base import TableReader
 from index_store.tables.hudi import HudiTable
@@ -33,6 +34,7 @@ __all__ = [
     "IndexSourceChoice",
     "MetadataState",
     "metadata_view",
+    "typed_column_stats",
 ]
 
 IndexSourceChoice = Literal["auto", "own", "hudi"]
@@ -61,11 +63,14 @@ class MetadataState:
     reason: str
     available: tuple[str, ...] = ()
     inflight: tuple[str, ...] = ()
-    _stats: dict[str, pa.Table] = field(default_factory=dict)  # per schema (its string form)
+    # per schema (its string form), per column: its rows, or None when it has no statistics
+    _stats: dict[str, dict[str, pa.Table | None]] = field(default_factory=dict)
     _stats_error: list[str] = field(default_factory=list)
     _secondary: dict[str, pa.Table] = field(default_factory=dict)  # per partition
     _definitions: dict[str, HudiIndexDefinition] | None = None
     _facts: dict[str, object] = field(default_factory=dict)  # what was worked out of this state
+    # What other readers of this state decode once (partition statistics, bloom filters), by name.
+    cache: dict[Any, Any] = field(default_factory=dict)
 
     @property
     def usable(self) -> bool:
@@ -88,15 +93,18 @@ class MetadataState:
             return f"{SOURCE_NAME} has no {partition} partition"
         return None
 
-    def stats_table(self, schema: pa.Schema) -> pa.Table | None:
-        """Every live file's ``column_stats`` row, bounds typed as ``schema`` says; None (with
-        ``stats_error`` set) when the partition cannot be read."""
-        key = schema.to_string(show_schema_metadata=False)
-        if key not in self._stats and not self._stats_error:
+    def stats_table(self, schema: pa.Schema, columns: Sequence[str]) -> dict[str, pa.Table] | None:
+        """Per column of ``columns`` that ``column_stats`` holds, every live file's row of it
+        (``path``, ``file_name``, the column's struct, bounds typed as ``schema`` says); None
+        (with ``stats_error`` set) when the partition cannot be read. Only the columns not read
+        before are read, by their keys' prefixes (the HFile blocks holding them)."""
+        cache = self._stats.setdefault(schema.to_string(show_schema_metadata=False), {})
+        missing = [c for c in dict.fromkeys(columns) if c not in cache]
+        if missing and not self._stats_error:
             assert self.mdt is not None
             try:
-                table = self.mdt.column_stats(schema=schema)
-            except (MetadataTableError, ValueError, TypeError, pa.ArrowException) as exc:
+                table = self.mdt.column_stats(missing, schema=schema)
+            except (MetadataTableError, HFileError, ValueError, TypeError, pa.ArrowException) as exc:
                 # Unreadable, or bounds that do not convert to the columns' types: not used.
                 self._stats_error.append(str(exc))
                 return None
@@ -104,8 +112,15 @@ class MetadataState:
             parts = table["partition"].combine_chunks()
             joined = pc.binary_join_element_wise(parts, names, "/")
             path = pc.if_else(pc.equal(parts, ""), names, joined)
-            self._stats[key] = table.append_column("path", path)
-        return self._stats.get(key)
+            for column in missing:
+                if column not in table.column_names:
+                    cache[column] = None
+                    continue
+                rows = pa.table({"path": path, "file_name": names, column: table[column].combine_chunks()})
+                cache[column] = rows.filter(pc.is_valid(rows[column]))
+        if self._stats_error:
+            return None
+        return {c: t for c in dict.fromkeys(columns) if (t := cache[c]) is not None}
 
     def secondary(self, partition: str) -> pa.Table:
         """Secondary index ``partition`` decoded (once per metadata table state)."""
@@ -262,46 +277,60 @@ def aligned_stats(
     note = state.unusable_note("column_stats")
     if note is not None:
         return AlignedStats({}, unknown_rows, [note])
-    table = state.stats_table(schema)
-    if table is None:
+    tables = state.stats_table(schema, [_ROW_COUNTER, *columns])
+    if tables is None:
         note = f"{SOURCE_NAME} not used: its column_stats partition does not read ({state.stats_error})"
         return AlignedStats({}, unknown_rows, [note])
     notes = []
     if not state.in_step:
         # A base file's name carries its write: its statistics stay true. A log file's may not.
-        table = table.filter(pc.match_substring(table["file_name"], ".parquet"))
+        tables = {c: t.filter(pc.match_substring(t["file_name"], ".parquet")) for c, t in tables.items()}
         notes.append(
             f"{SOURCE_NAME} is behind the data table ({state.reason}): only the base files it lists "
             "are pruned with it"
         )
-    where = pc.index_in(paths, value_set=table["path"].combine_chunks())
-    uncovered = int(where.null_count)
+    wheres = {c: pc.index_in(paths, value_set=t["path"]) for c, t in tables.items()}
+    covered = np.zeros(len(paths), dtype=bool)
+    for where in wheres.values():
+        covered |= np.asarray(pc.is_valid(where).to_numpy(zero_copy_only=False), dtype=bool)
+    uncovered = len(paths) - int(np.count_nonzero(covered))
     if uncovered:
         notes.append(f"{SOURCE_NAME}: {uncovered} of {len(paths)} files have no column_stats entry (kept)")
     rows = unknown_rows
-    if _ROW_COUNTER in table.column_names:
-        rows = _fields(table[_ROW_COUNTER].combine_chunks().take(where))["value_count"]
+    if _ROW_COUNTER in tables:
+        rows = _fields(tables[_ROW_COUNTER][_ROW_COUNTER].combine_chunks().take(wheres[_ROW_COUNTER]))[
+            "value_count"
+        ]
     out: dict[str, ColumnStats] = {}
     lacking = []
     types = leaf_columns(schema)
     for name in columns:
-        if name not in table.column_names:
+        if name not in tables:
             lacking.append(name)
             continue
-        found = _fields(table[name].combine_chunks().take(where))
-        lo, hi = found["min"], found["max"]
-        wanted = types.get(name)
-        if wanted is not None and lo.type != wanted:
-            try:
-                lo, hi = lo.cast(wanted), hi.cast(wanted)
-            except pa.ArrowException:
-                lacking.append(name)
-                continue
-        lo, hi = _comparable(lo, hi)
-        out[name] = ColumnStats(lo, hi, found["null_count"], pa.nulls(len(paths), pa.int64()))
+        found = _fields(tables[name][name].combine_chunks().take(wheres[name]))
+        converted = typed_column_stats(found, types.get(name))
+        if converted is None:
+            lacking.append(name)
+            continue
+        out[name] = converted
     if lacking:
         notes.append(f"{SOURCE_NAME} has no statistics of {', '.join(lacking)} (not pruned on)")
     return AlignedStats(out, rows, notes)
+
+
+def typed_column_stats(found: dict[str, pa.Array], wanted: pa.DataType | None) -> ColumnStats | None:
+    """Statistics fields (``min``, ``max``, ``null_count``) as ``ColumnStats`` of the column's type
+    ``wanted``, bounds unknown where this project's order could differ from Hudi's; None when the
+    bounds do not convert to that type."""
+    lo, hi = found["min"], found["max"]
+    if wanted is not None and lo.type != wanted:
+        try:
+            lo, hi = lo.cast(wanted), hi.cast(wanted)
+        except pa.ArrowException:
+            return None
+    lo, hi = _comparable(lo, hi)
+    return ColumnStats(lo, hi, found["null_count"], pa.nulls(len(lo), pa.int64()))
 
 
 # Characters whose order differs between Java's UTF-16 compareTo (how Hudi orders the values of a

@@ -243,7 +243,8 @@ def test_a_partition_being_built_keeps_every_file_or_refuses(copy_table: Callabl
     root = copy_table("v9_txns_simple_meta")
     table = open_table(root)
     assert table.prune(col("amount") > Decimal("1000")).kept < 5
-    _set_property(root, "hoodie.table.metadata.partitions.inflight", "column_stats,record_index")
+    building = "column_stats,partition_stats,record_index"
+    _set_property(root, "hoodie.table.metadata.partitions.inflight", building)
     result = table.prune(col("amount") > Decimal("1000"))  # the same table object sees the change
     assert result.kept == result.total == 5
     assert any("still being built" in n for n in result.notes())
