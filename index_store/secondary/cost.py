@@ -36,11 +36,14 @@ __all__ = [
     "Choice",
     "Costs",
     "FileFacts",
+    "Known",
     "Purpose",
     "bounds",
     "calibrate",
     "choose",
+    "conjuncts",
     "costs_for",
+    "range_groups",
     "stored_costs",
     "use_costs",
 ]
@@ -208,6 +211,16 @@ def choose(
     pruning_ms = reading(float(read.sum()), n[read], upper[read])
     everything = np.array([float(work.total_rows)])
     scan_ms = reading(float(work.total_files), everything, np.array([float(upper.sum())]))
+    if work.purpose == "exists":
+        # A reader alone stops at the first match: it reads the files before the first one
+        # expected to hold a match, and that one's rows up to its first match (uniformly spread).
+        rows_read, files_read = _until_match(n[read], expected[read])
+        if rows_read < float(n[read].sum()):
+            pruning_ms = reading(files_read, np.array([rows_read]), np.array([1.0]))
+            share = rows_read / max(float(n.sum()), 1.0)
+            scan_ms = reading(
+                max(1.0, share * work.total_files), np.array([share * work.total_rows]), np.array([1.0])
+            )
     if work.purpose == "row_ids":
         pruning_ms = scan_ms = float("inf")  # row ids without the index are every row: no answer
     if index_ms < pruning_ms:
@@ -217,6 +230,15 @@ def choose(
     return Choice(
         path, index_ms, pruning_ms, scan_ms, float(upper.sum()), float(expected.sum()), decoded, c, lookup_ms
     )
+
+
+def _until_match(n: np.ndarray, expected: np.ndarray) -> tuple[float, float]:
+    """Rows and files read in order until the first expected match (all of them if none)."""
+    hit = np.flatnonzero(expected >= 1.0)
+    if not len(hit):
+        return float(n.sum()), float(len(n))
+    j = int(hit[0])
+    return float(n[:j].sum()) + float(n[j]) / (float(expected[j]) + 1.0), float(j + 1)
 
 
 # ---------------------------------------------------------------------------------- bounds
@@ -242,17 +264,34 @@ Bounds = tuple[np.ndarray, np.ndarray]  # (upper, expected) per candidate file
 _RANGE = {"lt", "lt_eq", "gt", "gt_eq", "eq"}
 
 
+Known = Mapping[Predicate | tuple[Predicate, ...], np.ndarray]
+"""Rows per candidate a leaf (or a group of ranges ANDed on one column, ``range_groups``) selects,
+looked up in the global term dictionary: exact for an exact lookup (an upper bound on the
+candidates of an inexact one); NaN where the dictionary does not answer for the file."""
+
+
 def bounds(
     bound: Expression,
     facts: Mapping[Predicate, FileFacts],
     n: np.ndarray,
     absent: Mapping[Predicate, np.ndarray] | None = None,
+    known: Known | None = None,
 ) -> Bounds:
     """Per candidate file: at most how many rows ``bound`` selects, and how many are expected.
     ``facts[leaf]`` for each leaf an index answers (others select every row); ``absent[leaf][i]``
-    True: a bloom filter proves candidate ``i`` holds none of the leaf's keys."""
+    True: a bloom filter proves candidate ``i`` holds none of the leaf's keys; ``known``: the
+    dictionary's counts, which replace both the bound and the expectation where given."""
     rows = n.astype(np.float64)
     absent = absent or {}
+    known = known or {}
+
+    def counted(key: Predicate | tuple[Predicate, ...], up: np.ndarray, ex: np.ndarray) -> Bounds:
+        k = known.get(key)
+        if k is None:
+            return up, ex
+        have = ~np.isnan(k)
+        exact = np.minimum(np.where(have, k, 0.0), rows)
+        return np.where(have, exact, up), np.where(have, exact, ex)
 
     def walk(e: Expression) -> Bounds:
         if isinstance(e, Predicate):
@@ -261,6 +300,7 @@ def bounds(
                 return rows, rows
             up, ex = _leaf(e, f)
             up, ex = np.where(f.indexed, np.minimum(up, rows), rows), np.where(f.indexed, ex, rows)
+            up, ex = counted(e, up, ex)
             if e in absent:
                 up, ex = np.where(absent[e], 0.0, up), np.where(absent[e], 0.0, ex)
             return up, ex
@@ -270,7 +310,12 @@ def bounds(
             return rows, rows
         parts = [walk(c) for c in e.children]
         if isinstance(e, And):
-            parts += _intervals([c for c in e.children if isinstance(c, Predicate)], facts, rows)
+            groups = [g for g in _groups_of(conjuncts(e)) if g in known]
+            # A range the dictionary counts is not also guessed as an interval (a lower guess).
+            done = {g[0].term.name for g in groups}
+            leaves = [c for c in e.children if isinstance(c, Predicate) and c.term.name not in done]
+            parts += _intervals(leaves, facts, rows)
+            parts += [counted(g, rows, rows) for g in groups]
             return np.minimum.reduce([p[0] for p in parts]), np.minimum.reduce([p[1] for p in parts])
         return (
             np.minimum(rows, np.add.reduce([p[0] for p in parts])),
@@ -300,6 +345,37 @@ def _leaf(leaf: Predicate, f: FileFacts) -> Bounds:
     if op in _RANGE:
         return _interval_bounds(_interval([leaf]), f, live)
     return live, live
+
+
+def conjuncts(e: Expression) -> list[Expression]:
+    """The operands of a chain of ANDs (``And`` builds balanced trees: the chain is flattened)."""
+    if isinstance(e, And):
+        return [c for child in e.children for c in conjuncts(child)]
+    return [e]
+
+
+def range_groups(e: Expression) -> list[tuple[Predicate, ...]]:
+    """Every group of two or more ranges ANDed on one column in ``e`` (``a BETWEEN x AND y``), as
+    one interval a dictionary lookup answers exactly (each half alone selects far more)."""
+    out: dict[tuple[Predicate, ...], None] = {}
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, And):
+            out.update(dict.fromkeys(_groups_of(conjuncts(node))))
+        stack.extend(getattr(node, "children", ()))
+    return list(out)
+
+
+def _groups_of(operands: list[Expression]) -> list[tuple[Predicate, ...]]:
+    by_column: dict[str, list[Predicate]] = {}
+    for leaf in operands:
+        if isinstance(leaf, Predicate) and leaf.op in _BOUNDS:
+            by_column.setdefault(leaf.term.name, []).append(leaf)
+    return [tuple(g) for g in by_column.values() if len(g) > 1]
+
+
+_BOUNDS = {"lt", "lt_eq", "gt", "gt_eq"}
 
 
 def _intervals(
