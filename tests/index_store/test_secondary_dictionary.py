@@ -59,21 +59,25 @@ def _entries(t: IndexedTable, key: tuple[str, str]) -> set[tuple[object, str, in
     table = pq.read_table(d.path)
     return {
         (k, path_of[f], r)
-        for k, f, r in zip(table["key"].to_pylist(), table["file_idx"].to_pylist(), table["rows"].to_pylist(), strict=True)
+        for k, f, r in zip(
+            table["key"].to_pylist(), table["file_idx"].to_pylist(), table["rows"].to_pylist(), strict=True
+        )
         if f in path_of
     }
 
 
 def _truth(root: Path) -> set[tuple[object, str, int]]:
     rows = duckdb.sql(
-        f"SELECT a, parse_filename(filename), count(*) FROM read_parquet('{root}/*.parquet', filename = true) "
-        "GROUP BY ALL"
+        "SELECT a, parse_filename(filename), count(*) "
+        f"FROM read_parquet('{root}/*.parquet', filename = true) GROUP BY ALL"
     ).fetchall()
     return {(a, f, n) for a, f, n in rows}
 
 
 def _count(root: Path, expr: Expression) -> int:
-    return int(duckdb.sql(f"SELECT count(*) FROM read_parquet('{root}/*.parquet') WHERE {expr}").fetchall()[0][0])
+    return int(
+        duckdb.sql(f"SELECT count(*) FROM read_parquet('{root}/*.parquet') WHERE {expr}").fetchall()[0][0]
+    )
 
 
 def test_entries_are_the_group_by_after_build_update_compact(table: IndexedTable) -> None:
@@ -98,7 +102,13 @@ def test_entries_are_the_group_by_after_build_update_compact(table: IndexedTable
 
 @pytest.mark.parametrize(
     "expr",
-    [col("a") == 7, col("a").isin([1, 2, 99]), (col("a") >= 10) & (col("a") < 20), col("a") > 35, col("a").is_null()],
+    [
+        col("a") == 7,
+        col("a").isin([1, 2, 99]),
+        (col("a") >= 10) & (col("a") < 20),
+        col("a") > 35,
+        col("a").is_null(),
+    ],
 )
 def test_count_and_exists_without_reading_an_index_file(table: IndexedTable, expr: Expression) -> None:
     root = Path(table.root)
@@ -114,7 +124,12 @@ def test_count_and_exists_without_reading_an_index_file(table: IndexedTable, exp
 
 @pytest.mark.parametrize(
     "expr",
-    [col("a") == 7, col("a").isin([1, 2, 99]), (col("a") >= 10) & (col("a") <= 12), col("s").contains_term("tea")],
+    [
+        col("a") == 7,
+        col("a").isin([1, 2, 99]),
+        (col("a") >= 10) & (col("a") <= 12),
+        col("s").contains_term("tea"),
+    ],
 )
 def test_estimates_are_exact(table: IndexedTable, expr: Expression) -> None:
     root = Path(table.root)
