@@ -863,10 +863,12 @@ class SecondaryIndexes:
         """The rows where ``expr`` is TRUE from one dictionary lookup, no index file or data file
         read: when ``expr`` is one exactly indexed leaf (or one range on an indexed column) and
         the dictionary answers for every candidate file; None otherwise (ask ``select``)."""
+        if not self._load().snap.live.get(DICTIONARY):
+            return None
         cand = self._candidates(expr)
         loaded = cand.loaded
         key = _whole_key(cand.bound)
-        if key is None or cand.unknown or not loaded.snap.live.get(DICTIONARY):
+        if key is None or cand.unknown:
             return None
         candidates = np.flatnonzero(cand.kept)
         changed = cand.changed[candidates]
