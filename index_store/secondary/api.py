@@ -699,11 +699,14 @@ class SecondaryIndexes:
         key_schemas: Mapping[tuple[str, str], pa.Schema],
         on_corrupt: str,
         notes: list[str],
+        only: Predicate | tuple[Predicate, ...] | None = None,
     ) -> dict[Predicate | tuple[Predicate, ...], np.ndarray]:
         """Per leaf (and per group of ranges ANDed on one column, ``range_groups``) on a column
         with a dictionary: the rows of each candidate holding a key it selects, one lookup for
         all candidates; NaN where the dictionary does not answer for the candidate (not covered:
-        no usable index file, changed on disk, or indexed after the dictionary was written)."""
+        no usable index file, changed on disk, or indexed after the dictionary was written).
+        A leaf within such a group is not looked up alone (half a range selects half the keys:
+        a long read, and a loose count); ``only``: that one key alone."""
         dicts = self._dictionaries(loaded, on_corrupt, notes) if planned else {}
         if not dicts:
             return {}
@@ -729,10 +732,14 @@ class SecondaryIndexes:
                 return
             out[key] = np.where(found.covered, found.rows, np.nan)
 
+        groups = range_groups(bound)
+        grouped = {leaf for g in groups for leaf in g}
         for leaf, p in planned.items():
-            if (p.kind, p.column) in dicts:
+            if (p.kind, p.column) in dicts and leaf not in grouped and only in (None, leaf):
                 look(leaf, (p.kind, p.column), p.lookup.keys)
-        for group in range_groups(bound):
+        for group in groups:
+            if only not in (None, group):
+                continue
             if not all(leaf in planned and planned[leaf].kind == "value" for leaf in group):
                 continue
             ps = [planned[leaf] for leaf in group]
@@ -890,6 +897,7 @@ class SecondaryIndexes:
             self._key_schemas(loaded.snap.schema, planned),
             "raise",
             [],
+            only=key,
         )
         counts = known.get(key)
         if counts is None:
