@@ -407,7 +407,7 @@ class Pruned:
         if self.exact and self.counted is not None:
             n = self.counted
             rows = "1 row matches" if n == 1 else f"{n:,} rows match"
-            answer = f"count(*) answered by the secondary index's dictionary alone: {rows}, no file read"
+            answer = f"count(*) answered by the secondary index alone (its dictionary): {rows}, no file read"
             return dataclasses.replace(self.table, kept=0, answer=answer, reads=Reads((), 0, 0, 0, n)), n
         selection = self.exact_rows()
         if selection is None:
