@@ -238,7 +238,8 @@ def choose(
     if index_ms < pruning_ms:
         path: Path_ = "index"
     else:
-        path = "scan" if len(n) >= work.total_files else "pruning"
+        # A plain scan (a glob) may cost less than the kept files named one by one (``list_file``).
+        path = "scan" if len(n) >= work.total_files or scan_ms < pruning_ms else "pruning"
     return Choice(
         path, index_ms, pruning_ms, scan_ms, float(upper.sum()), float(expected.sum()), decoded, c, lookup_ms
     )
