@@ -205,6 +205,10 @@ def choose(
     if answers_alone:
         decoded = 0.0
         index_ms = lookup_ms
+        if work.purpose == "exists" and float(upper.sum()) > 0:
+            # An engine's EXISTS reads the one row found (a reader's unit around it, one file).
+            one = float(min(c.decode_unit, float(n.max())))
+            index_ms += c.read_file + per_file + c.list_file + one * out_cols * c.value
     else:
         has = upper > 0
         decoded = float(np.minimum(n, upper * c.decode_unit).sum())
