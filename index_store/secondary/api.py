@@ -1101,7 +1101,7 @@ def _decide(
     def reconsider(counts: Sequence[int]) -> IndexUse:
         found = np.asarray(counts, dtype=np.float64)
         second = choose(costs, work, found, found, 0, 0.0, exact)  # the lookups are done
-        used = second.index_ms < second.pruning_ms
+        used = second.path == "index"
         path = "index" if used else choice.path
         second = dataclasses.replace(
             second, path=path, index_ms=second.index_ms + choice.lookup_ms, lookup_ms=choice.lookup_ms

@@ -239,7 +239,9 @@ def choose(
             )
     if work.purpose == "row_ids":
         pruning_ms = scan_ms = float("inf")  # row ids without the index are every row: no answer
-    if index_ms < pruning_ms:
+    # The index must beat both: pruning alone, and a plain scan where a glob is cheaper than the
+    # list of kept files (``list_file``; never so for a reader without that overhead).
+    if index_ms < min(pruning_ms, scan_ms):
         path: Path_ = "index"
     else:
         # A plain scan (a glob) may cost less than the kept files named one by one (``list_file``).
