@@ -820,6 +820,16 @@ class IndexedTable:
             return self.select(expr).row_ids()
         return self.secondary.row_ids(expr)
 
+    def _hudi_rows(self, expr: Expression, query_type: QueryType) -> hudi_rows.SecondaryRows | None:
+        """What Hudi's secondary indexes select for ``expr`` when they answer the row-level calls:
+        Hudi's metadata table alone answers, or (``auto``, an index of our own built) no secondary
+        index of our own is defined on a column ``expr`` uses, so ours could only prune files."""
+        if self.hudi is None:
+            return None
+        if not self._hudi_only() and set(expr.references()) & self.secondary.indexed_columns():
+            return None
+        return self._from_hudi_secondary(expr, query_type)
+
     def _from_hudi_secondary(
         self, expr: Expression, query_type: QueryType = "snapshot"
     ) -> hudi_rows.SecondaryRows | None:
@@ -849,7 +859,7 @@ class IndexedTable:
         rows are its kept file slices merged by hudi-rs (``index_store.merged``); ``query_type=
         "read_optimized"`` reads its base files only (the same rows for other tables)."""
         query_type_of(query_type)
-        if self._hudi_only() and (found := self._from_hudi_secondary(expr, query_type)) is not None:
+        if (found := self._hudi_rows(expr, query_type)) is not None:
             return hudi_rows.read_rows(self.reader, found, expr, columns, query_type)
         if needs_merge(self.reader) or self._hudi_only():  # merged slices (issue 23), or no own index
             return merged_rows.read_rows(self, expr, columns, query_type)
@@ -858,7 +868,7 @@ class IndexedTable:
     def count(self, expr: Expression, query_type: QueryType = "snapshot") -> int:
         """Rows where ``expr`` is TRUE (``SecondaryIndexes.count``; merge-on-read: see ``read``)."""
         query_type_of(query_type)
-        if self._hudi_only() and (found := self._from_hudi_secondary(expr, query_type)) is not None:
+        if (found := self._hudi_rows(expr, query_type)) is not None:
             return hudi_rows.count_rows(self.reader, found, expr, query_type)
         if needs_merge(self.reader) or self._hudi_only():  # merge-on-read (issue 23), or no own index
             return merged_rows.count_rows(self, expr, query_type)
@@ -868,7 +878,7 @@ class IndexedTable:
         """Is there a row where ``expr`` is TRUE? (``SecondaryIndexes.exists``; merge-on-read: see
         ``read``)."""
         query_type_of(query_type)
-        if self._hudi_only() and (found := self._from_hudi_secondary(expr, query_type)) is not None:
+        if (found := self._hudi_rows(expr, query_type)) is not None:
             return hudi_rows.exists_row(self.reader, found, expr, query_type)
         if needs_merge(self.reader) or self._hudi_only():  # merge-on-read (issue 23), or no own index
             return merged_rows.exists_row(self, expr, query_type)

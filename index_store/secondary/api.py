@@ -266,6 +266,10 @@ class SecondaryIndexes:
 
         return commit(self.timeline, prepare)
 
+    def indexed_columns(self) -> frozenset[str]:
+        """The columns a secondary index of this table is defined on (built or not)."""
+        return frozenset(c for d in self._load().snap.config.secondary_indexes for c in d.columns)
+
     def indexes(self) -> list[IndexStatus]:
         """Every secondary index definition, with how many live base files it covers as the index
         knows them (a file rewritten since the last ``sync`` counts until then; it is never

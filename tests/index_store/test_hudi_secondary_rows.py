@@ -318,3 +318,25 @@ def test_an_index_on_a_column_of_unproven_form_is_not_used(copy_table: Callable[
     assert table.count(expr) == pc.sum(pc.equal(snapshot["txn_datetime"], moment)).as_py()
     used = {s.name: s.used_for for s in table.hudi_indexes()}
     assert used["secondary_index_merchant_idx"] == ""
+
+
+def test_auto_with_our_own_index_still_selects_rows_with_hudis(copy_table: Callable[[str], Path]) -> None:
+    """``auto`` with our own index built: Hudi's secondary index answers the row-level calls on a
+    column none of ours is defined on, and ours where one is (both right)."""
+    root = copy_table("v9_txns_simple_meta")
+    snapshot = _snapshot(root)
+    table = open_table(root)
+    table.build()
+    amazon = col("merchant_name") == "Amazon"
+    expected = _expected(snapshot, "merchant_name = 'Amazon'")
+    found = table._hudi_rows(amazon, "snapshot")
+    assert found is not None and found.exact and found.partitions == ("secondary_index_merchant_idx",)
+    assert table.count(amazon) == len(expected)
+    assert sorted(table.read(amazon, ["_hoodie_record_key"])["_hoodie_record_key"].to_pylist()) == expected
+    assert table._hudi_rows(col("amount") > 1000, "snapshot") is None  # no Hudi index on amount
+
+    table.create_index(["merchant_name"], "value", "ours")
+    table.build_index()
+    assert table._hudi_rows(amazon, "snapshot") is None  # our own secondary index answers
+    assert table.count(amazon) == len(expected)
+    assert table.exists(amazon)
