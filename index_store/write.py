@@ -7,6 +7,7 @@ given the table's reader, index root, timeline and secondary indexes (rebuilt by
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import functools
@@ -211,8 +212,10 @@ class IndexWriter:
         """A build whose index files ``stage`` writes into a staging folder of the index; one
         commit links them in. The files carry the version they were staged for (the ``files``
         partition records it): a commit landing meanwhile is a ``CommitConflictError``."""
-        version = self._next_version_only().version + 1
+        # A rebuild starts a new index folder: its first version.
+        version = 1 if rebuild else self._next_version_only().version + 1
         staging = new_staging(self.index_root)
+        fresh = not self.index_root.exists()  # a failed first build leaves no index folder
         try:
             with writable(self.index_root):
                 staging.mkdir(parents=True)
@@ -239,6 +242,9 @@ class IndexWriter:
             return commit(self.timeline, prepare_commit, state=self._next_version_only)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+            for folder in [staging.parent, *([self.index_root] if fresh else [])]:
+                with contextlib.suppress(OSError):  # not empty: in use
+                    folder.rmdir()
 
     def _build_commit(
         self, version: int, added: dict[str, list[str]], schema: pa.Schema, n_files: int, config: IndexConfig

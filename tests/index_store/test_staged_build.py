@@ -80,7 +80,7 @@ def test_a_staged_build_is_the_local_build_and_links_only_what_it_names(tmp_path
     assert _index_files(staged) == {rel for files in staged.snapshot().live.values() for rel in files} | {
         "timeline/00000000000000000001.json"
     }
-    assert not (staged.index_root / STAGING).exists() or not any((staged.index_root / STAGING).iterdir())
+    assert not (staged.index_root / STAGING).exists()
 
 
 def test_a_commit_landing_meanwhile_is_a_conflict_and_the_index_stays_readable(tmp_path: Path) -> None:
@@ -97,7 +97,7 @@ def test_a_commit_landing_meanwhile_is_a_conflict_and_the_index_stays_readable(t
         _build(t, racing)
     assert t.timeline.versions() == [1, 2]
     assert t.stats().num_files == 4 and t.snapshot().version == 2
-    assert not any((t.index_root / STAGING).iterdir())
+    assert not (t.index_root / STAGING).exists()
 
 
 def test_a_failing_stage_leaves_the_index_as_it_was(tmp_path: Path) -> None:
@@ -115,3 +115,18 @@ def test_a_failing_stage_leaves_the_index_as_it_was(tmp_path: Path) -> None:
     assert t.timeline.versions() == [1]
     assert _index_files(t) == before
     assert t.stats().num_files == 4
+    assert not (t.index_root / STAGING).exists()
+    first = open_table(root, tmp_path / "never")
+    with pytest.raises(TableFormatError, match="a task failed"):
+        _build(first, failing)
+    assert not first.index_root.exists()
+
+
+def test_a_staged_rebuild_moves_the_old_index_aside(tmp_path: Path) -> None:
+    root = _table(tmp_path / "t")
+    t = open_table(root)
+    _build(t)
+    assert t.build(rebuild=True, progress=False, stage=_local_stage) == 1
+    assert len(list(root.joinpath(".hoodie").glob(".index.broken-*"))) == 1
+    assert t.stats().num_files == 4 and t.tag(["k00042"])["file"][0].as_py().endswith("f0.parquet")
+    assert not (t.index_root / STAGING).exists()
