@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 
 from index_store.config import IndexConfig
-from index_store.partitions import REGISTRY, Batch
+from index_store.partitions import REGISTRY, Batch, Partition
 from index_store.record_key import RecordKeySpec
 from index_store.secondary.api import STAGING
 from index_store.tables.base import DataFile
@@ -68,12 +68,13 @@ def new_staging(index_root: Path) -> Path:
     return index_root / STAGING / uuid.uuid4().hex
 
 
-def write_batch(root: Path, batch: Batch, skip: Sequence[str] = ()) -> dict[str, list[str]]:
-    """Offer ``batch`` to every registered partition but ``skip``; what each wrote under ``root``."""
+def write_batch(
+    root: Path, batch: Batch, partitions: Iterable[Partition] | None = None
+) -> dict[str, list[str]]:
+    """Offer ``batch`` to ``partitions`` (default: every registered one; a task elsewhere is given
+    the driver's, plug-ins included); what each wrote under ``root``."""
     added = {}
-    for partition in REGISTRY:
-        if partition.name in skip:
-            continue
+    for partition in REGISTRY if partitions is None else partitions:
         rel = partition.write(root, batch)
         if rel is not None:
             added[partition.name] = [rel]

@@ -62,7 +62,7 @@ from index_store.builder import (
 from index_store.config import IndexConfig
 from index_store.errors import IndexStoreError, RecordKeyError, TableFormatError
 from index_store.hudi_bloom import HudiBloomFilter
-from index_store.partitions import REGISTRY, Batch
+from index_store.partitions import REGISTRY, Batch, Partition
 from index_store.partitions.base import FileKeys
 from index_store.partitions.record_index import RECORD_INDEX_SCHEMA, default_shards, write_record_index
 from index_store.record_key import RecordKeySpec
@@ -122,12 +122,12 @@ def stage_on_spark(spark: SparkSession, files_per_task: int | None, request: Sta
         request.root,
         str(request.staging),
         request.partition_schema,
-        request.config.bloom_columns,
-        request.config.fpp,
         request.spec,
-        request.config,
+        config,
         request.version,
         write_keys=config.record_index,
+        # The driver's partitions, plug-ins registered at run time included; the record index by shard.
+        partitions=tuple(p for p in REGISTRY if p.name != _RECORD_INDEX),
     )
     if not files:  # nothing to read: the driver writes the empty batch as a local build does
         results = [task.compute(0, 0, [])]
@@ -271,12 +271,11 @@ class _StageTask:
     root: str
     staging: str
     partition_schema: pa.Schema
-    bloom_columns: tuple[str, ...]
-    fpp: float
     spec: RecordKeySpec | None
-    config: IndexConfig
+    config: IndexConfig  # bloom columns and fpp, key fpp, what the partitions write
     version: int
     write_keys: bool  # write the group's keys for the record index
+    partitions: tuple[Partition, ...]  # what a batch is written to
     data_schema: pa.Schema | None = None  # None: the union of the group's own files
 
     def __call__(
@@ -315,7 +314,7 @@ class _StageTask:
             config=self.config,
         )
         staging = Path(self.staging)
-        added = write_batch(staging, batch, skip=(_RECORD_INDEX,))  # the record index: by shard
+        added = write_batch(staging, batch, self.partitions)
         n_keys = 0
         if found is not None and found.keys is not None:
             n_keys = _write_keys(staging / _KEYS / f"{index:08d}.arrow", found.keys, file_idx)
@@ -327,15 +326,19 @@ class _StageTask:
         """The group's stats as a local build computes them."""
         if not files:
             return compute_stats(
-                self.root, files, self.partition_schema, bloom_columns=self.bloom_columns, fpp=self.fpp
+                self.root,
+                files,
+                self.partition_schema,
+                bloom_columns=self.config.bloom_columns,
+                fpp=self.config.fpp,
             )
         return compute_stats_from_footers(
             files,
             footers,
             self.partition_schema,
             self.data_schema,
-            self.bloom_columns,
-            self.fpp,
+            self.config.bloom_columns,
+            self.config.fpp,
             progress=False,
             arrow_schemas=schemas,
         )
