@@ -10,16 +10,15 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from index_content import partition_tables
 from pyspark.sql import SparkSession
 
 from adapters.spark.build import build_index
 from hudi_expr import Expression, col
 from index_store import IndexedTable, open_table
 from index_store.errors import TableFormatError
-from index_store.partitions import REGISTRY
 
 
 def _flat(i: int, n: int = 40) -> pa.Table:
@@ -53,37 +52,6 @@ def flat_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for i in range(20):
         pq.write_table(_flat(i), root / f"part-{i:02d}.parquet")
     return root
-
-
-def _partition_tables(root: Path, index_root: Path, name: str) -> dict[str, pa.Table]:
-    """Every live index file of each partition, read back as written, in one order (a Spark
-    build writes one file per task, a local build one per partition)."""
-    table = open_table(root, index_path=index_root / name)
-    live = table.snapshot().live
-    return {
-        p: canonical(pa.concat_tables([read_any(table.index_root / rel) for rel in live[p]]))
-        for p in REGISTRY.names()
-        if live[p]
-    }
-
-
-def read_any(path: Path) -> pa.Table:
-    """An index file: parquet, or the record index's Arrow IPC."""
-    try:
-        return pq.read_table(path)
-    except pa.ArrowInvalid:
-        with pa.memory_map(str(path)) as source:
-            return pa.ipc.open_file(source).read_all().replace_schema_metadata(None)
-
-
-def canonical(table: pa.Table) -> pa.Table:
-    """``table``'s rows sorted by every column that sorts (files' rows are not ordered alike)."""
-    keys = [
-        (f.name, "ascending")
-        for f in table.schema
-        if not (pa.types.is_nested(f.type) or pa.types.is_dictionary(f.type))
-    ]
-    return table.take(pc.sort_indices(table, sort_keys=keys)).combine_chunks()
 
 
 def _assert_same_stats(a: IndexedTable, b: IndexedTable) -> None:
@@ -122,8 +90,8 @@ def _build_both(
         snap_s.next_file_idx,
         snap_s.checkpoint_version,
     )
-    parts_l = _partition_tables(root, index_root, "local")
-    parts_s = _partition_tables(root, index_root, "spark")
+    parts_l = partition_tables(root, index_root, "local")
+    parts_s = partition_tables(root, index_root, "spark")
     assert parts_l.keys() == parts_s.keys()
     for p, t in parts_l.items():
         assert t.equals(parts_s[p], check_metadata=True), p

@@ -11,13 +11,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from index_content import partition_tables
 from pyspark.sql import SparkSession
 
 from adapters.spark import build_index, build_secondary_index
 from index_store import IndexedTable, open_table
 from index_store.partitions.secondary import MANIFEST, read_manifest
 from index_store.secondary.format import IndexFile
-from tests.adapters.test_spark_build import _partition_tables
 
 FILES, ROWS = 8, 25_000
 LIMIT = 1 << 20
@@ -77,8 +77,8 @@ def test_a_build_larger_than_max_result_size_is_the_local_build(spark: SparkSess
         assert build_secondary_index(spark, on_spark) == 3
     assert _size(on_spark) > 4 * LIMIT  # record index, blooms, secondary index files
     assert local.snapshot().config == on_spark.snapshot().config
-    tables_l = _partition_tables(root, tmp_path / "index", "local")
-    tables_s = _partition_tables(root, tmp_path / "index", "spark")
+    tables_l = partition_tables(root, tmp_path / "index", "local")
+    tables_s = partition_tables(root, tmp_path / "index", "spark")
     assert tables_l.keys() == tables_s.keys() and "record_index" in tables_l
     for name, table in tables_l.items():
         if name != MANIFEST:  # its rows name each build's own index files
