@@ -51,6 +51,7 @@ from index_store.secondary.build import ComputeIndexFiles
 from index_store.secondary.select import UseRules
 from index_store.slices import PrunedSlice, slices_of
 from index_store.sources import SourcedStats, SourceQuery, sourced_stats
+from index_store.staged import StageBuild
 from index_store.tables.base import DataFile, TableReader
 from index_store.tables.rows import reads_whole_files, require_file_reads
 from index_store.tagging.partitions import PartitionLayout
@@ -718,6 +719,7 @@ class IndexedTable:
         compute_keys: ComputeKeys | None = None,
         record_index_shards: int | None = None,
         compute_index_files: ComputeIndexFiles | None = None,
+        stage: StageBuild | None = None,
     ) -> int:
         """Index every live data file from scratch; returns the index version (``IndexWriter.build``)."""
         return self.writer.build(
@@ -732,6 +734,7 @@ class IndexedTable:
             compute_keys,
             record_index_shards,
             compute_index_files,
+            stage,
         )
 
     def stored_config(self) -> IndexConfig | None:

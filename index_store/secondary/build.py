@@ -30,6 +30,8 @@ __all__ = [
     "file_id_of",
     "index_file_bytes_for",
     "index_file_path",
+    "write_durably",
+    "write_index_file_for",
 ]
 
 
@@ -85,9 +87,18 @@ def index_file_bytes_for(table_root: str, task: FileTask) -> tuple[bytes, dict[s
 
 
 Counts = dict[str, dict[str, Any]]  # per column: entry counts and the keys' bloom filter bytes
-# ``compute(table_root, tasks)`` returns ``index_file_bytes_for(table_root, task)`` of every task,
-# in order, computed wherever it likes (``adapters.spark`` runs one Spark task per base file).
-ComputeIndexFiles = Callable[[str, Sequence[FileTask]], Sequence[tuple[bytes, Counts]]]
+# ``compute(table_root, staging, tasks, rels)`` writes the index file of every task at
+# ``staging / rels[i]`` (``write_index_file_for``) wherever it likes, and returns their counts in
+# order: ``adapters.spark`` runs one Spark task per base file, each writing its own file.
+ComputeIndexFiles = Callable[[str, Path, Sequence[FileTask], Sequence[str]], Sequence[Counts]]
+
+
+def write_index_file_for(table_root: str, index_root: Path, task: FileTask, rel: str) -> Counts:
+    """Compute the index file of ``task`` and write it at ``index_root / rel`` all at once (a
+    retried or duplicated task rewrites the same bytes, never a torn file); its counts."""
+    content, counts = index_file_bytes_for(table_root, task)
+    write_durably(index_root / rel, content)
+    return counts
 
 
 def build_files(
@@ -102,18 +113,14 @@ def build_files(
     """Write the index file of every task under ``version``; their manifest rows."""
     rels = [index_file_path(task, version) for task in tasks]
     if compute is not None:
-        results = list(compute(table_root, tasks))
-        if len(results) != len(tasks):
-            raise ValueError(f"compute returned {len(results)} index files for {len(tasks)} base files")
-        for rel, (content, _) in zip(rels, results, strict=True):
-            write_durably(index_root / rel, content)
-        return manifest_rows(tasks, rels, version, [counts for _, counts in results])
+        counts = list(compute(table_root, index_root, tasks, rels))
+        if len(counts) != len(tasks):
+            raise ValueError(f"compute returned {len(counts)} index files for {len(tasks)} base files")
+        return manifest_rows(tasks, rels, version, counts)
 
     def one(job: tuple[FileTask, str]) -> Counts:
         task, rel = job
-        content, counts = index_file_bytes_for(table_root, task)
-        write_durably(index_root / rel, content)
-        return counts
+        return write_index_file_for(table_root, index_root, task, rel)
 
     jobs = list(zip(tasks, rels, strict=True))
     done = _parallel(one, jobs, _workers(workers), _show(progress), "building secondary index")
@@ -121,11 +128,15 @@ def build_files(
 
 
 def write_durably(path: Path, content: bytes) -> None:
+    """Write ``content`` at ``path`` all at once: a temporary file renamed over it, so that two
+    attempts of one task (a retry, a speculative copy) writing the same bytes never tear it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as f:
+    tmp = path.with_name(f".tmp-{uuid.uuid4().hex}-{path.name}")
+    with open(tmp, "wb") as f:
         f.write(content)
         f.flush()
         os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def manifest_rows(

@@ -26,7 +26,7 @@ import pytest
 
 from hudi_expr import Expression, col
 from index_store import CommitConflictError, IndexCorruptError, IndexDefinitionError, IndexedTable, open_table
-from index_store.secondary.build import FileTask, index_file_bytes_for
+from index_store.secondary.build import FileTask, write_index_file_for
 from index_store.secondary.cost import costs_for, use_costs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -330,8 +330,8 @@ def test_build_keeps_secondary_index_definitions(root: Path) -> None:
 def _blocking_compute(arrived: threading.Barrier | threading.Event, go: threading.Event | None) -> Any:
     """A ``compute`` hook computing locally, which holds the builder between computing and committing."""
 
-    def compute(table_root: str, tasks: Sequence[FileTask]) -> list[Any]:
-        out = [index_file_bytes_for(table_root, task) for task in tasks]
+    def compute(table_root: str, staging: Path, tasks: Sequence[FileTask], rels: Sequence[str]) -> list[Any]:
+        out = [write_index_file_for(table_root, staging, t, rel) for t, rel in zip(tasks, rels, strict=True)]
         if isinstance(arrived, threading.Barrier):
             arrived.wait(timeout=30)
         else:
