@@ -49,7 +49,7 @@ def test_tag_from_a_damaged_record_index_is_a_typed_error(copy_table: Callable[[
     keys = _snapshot(root)["_hoodie_record_key"].to_pylist()[:5]
     assert open_table(root, source="hudi").tag([*keys, "new-key"]).num_rows == 6
     assert _corrupt(root, "record_index") > 0
-    with pytest.raises(MetadataTableError, match="record index .* does not read") as info:
+    with pytest.raises(MetadataTableError, match=r"record index .* does not read") as info:
         open_table(root, source="hudi").tag([*keys, "new-key"])
     assert isinstance(info.value.__cause__, HFileCorruptError)
 
