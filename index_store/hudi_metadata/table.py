@@ -226,7 +226,8 @@ class HudiMetadataTable:
 
     def record_index(self, keys: Iterable[str] | None = None) -> pa.Table:
         """Record key -> ``partition``, ``file_id`` (file group), ``instant``, ``position`` of every
-        key (of ``keys`` only, through point lookups, when given). An entry naming a file group
+        key (of ``keys`` only, through point lookups in the one file group Hudi hashes each key
+        to, ``routing``, when given). An entry naming a file group
         with no live slice (replaced, cleaned) is an error: the key's file is unknown, and calling
         it an insert or skipping its file would be wrong."""
         wanted = None if keys is None else sorted({k.encode("utf-8") for k in keys})
