@@ -32,7 +32,8 @@ def java_string_hashes(keys: pa.StringArray | pa.ChunkedArray) -> np.ndarray:
     if n == 0:
         return np.zeros(0, np.int32)
     offsets = np.frombuffer(arr.buffers()[1], np.int32)[arr.offset : arr.offset + n + 1]
-    data = np.frombuffer(arr.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
+    buffer = arr.buffers()[2]
+    data = np.frombuffer(buffer, np.uint8)[offsets[0] : offsets[-1]] if buffer else np.zeros(0, np.uint8)
     starts = (offsets[:-1] - offsets[0]).astype(np.int64)
     # UTF-16 length of each key: its code points, plus one more for each outside the BMP (a
     # 4-byte UTF-8 sequence, lead byte >= 0xF0, becomes a surrogate pair).
