@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from index_store.errors import MetadataOutOfStepError, MetadataTableError
 from index_store.hudi_metadata.index_ids import bloom_filter_keys, column_ids
-from index_store.hudi_metadata.layout import MetadataLayout
+from index_store.hudi_metadata.layout import MetadataLayout, MetadataSlice
 from index_store.hudi_metadata.live import live_files
 from index_store.hudi_metadata.partitions import (
     bloom_filters_table,
@@ -31,6 +31,7 @@ from index_store.hudi_metadata.partitions import (
     stats_table,
 )
 from index_store.hudi_metadata.records import Cells, raw_table
+from index_store.hudi_metadata.routing import route_keys
 from index_store.hudi_metadata.source import slice_cells
 from index_store.tables.hudi import HudiTable
 
@@ -67,6 +68,8 @@ class HudiMetadataTable:
         self.table = HudiTable(table) if isinstance(table, str | os.PathLike) else table
         self.layout = MetadataLayout(self.table.hoodie_dir, self.table.properties, self.table.timeline())
         self.require_in_step = require_in_step
+        # Why the last record index lookup looked in every file group (None: keys routed).
+        self.routing_note: str | None = None
 
     def __repr__(self) -> str:
         return f"HudiMetadataTable({self.table.root!r})"
@@ -127,10 +130,31 @@ class HudiMetadataTable:
         """The records of ``partition`` (of ``keys``, or of keys starting with ``prefixes``, only)."""
         self._check(partition)
         valid = self.layout.valid_instant
+        pieces = self.layout.slices(partition)
+        wanted: list[Sequence[bytes] | None] = [keys] * len(pieces)
+        if keys is not None and kind == "record_index":
+            wanted = self._routed(pieces, keys)
         sources: list[Cells] = []
-        for piece in self.layout.slices(partition):
-            sources.extend(slice_cells(piece, valid, keys, prefixes))
+        for piece, piece_keys in zip(pieces, wanted, strict=True):
+            if piece_keys is None or len(piece_keys):
+                sources.extend(slice_cells(piece, valid, piece_keys, prefixes))
         return raw_table(kind, sources)
+
+    def _routed(self, pieces: Sequence[MetadataSlice], keys: Sequence[bytes]) -> list[Sequence[bytes] | None]:
+        """The keys each record index file group can hold (Hudi's key hash, ``routing``): only
+        those groups are opened. Every key in every group when the groups are not laid out as
+        the hash needs; ``routing_note`` says so."""
+        arr = pa.array(keys, pa.binary())
+        routed = route_keys([p.file_id for p in pieces], arr)
+        if routed is None:
+            self.routing_note = (
+                f"the record_index file groups of {self.table.root} are not Hudi's numbered hash "
+                f"buckets ({', '.join(p.file_id for p in pieces[:3])}{', ...' if len(pieces) > 3 else ''}): "
+                "every file group is looked in for every key"
+            )
+            return [keys] * len(pieces)
+        self.routing_note = None
+        return [arr.take(pa.array(positions)).to_pylist() for positions in routed]
 
     # --- partitions -----------------------------------------------------------------------------
 
@@ -202,7 +226,8 @@ class HudiMetadataTable:
 
     def record_index(self, keys: Iterable[str] | None = None) -> pa.Table:
         """Record key -> ``partition``, ``file_id`` (file group), ``instant``, ``position`` of every
-        key (of ``keys`` only, through point lookups, when given). An entry naming a file group
+        key (of ``keys`` only, through point lookups in the one file group Hudi hashes each key
+        to, ``routing``, when given). An entry naming a file group
         with no live slice (replaced, cleaned) is an error: the key's file is unknown, and calling
         it an insert or skipping its file would be wrong."""
         wanted = None if keys is None else sorted({k.encode("utf-8") for k in keys})

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from index_store.errors import MetadataTableError
+from index_store.errors import HFileError, MetadataTableError
 from index_store.hudi_source.secondary_keys import SecondaryForm, secondary_form
 from index_store.hudi_source.view import SOURCE_NAME, MetadataState, aligned_stats
 from index_store.tables.base import TableReader
@@ -84,16 +84,20 @@ def _why_not(state: MetadataState, partition: str, column_type: pa.DataType) -> 
     form = secondary_form(column_type)
     if form is None:
         return f"Hudi's string form of {column_type} values is not proven bit-exact here (files kept)"
-    if not state.fact(f"conforms:{partition}:{form.name}", lambda: _conforms(state, partition, form)):
+    verdict = state.fact(f"conforms:{partition}:{form.name}", lambda: _conforms(state, partition, form))
+    if isinstance(verdict, str):
+        return verdict
+    if not verdict:
         return f"its stored keys are not all in the {form.name} form expected (files kept)"
     return None
 
 
-def _conforms(state: MetadataState, partition: str, form: SecondaryForm) -> bool:
+def _conforms(state: MetadataState, partition: str, form: SecondaryForm) -> bool | str:
+    """Whether every stored key is in ``form``; why not usable when the partition does not read."""
     try:
         return form.conforms(state.secondary(partition)["secondary_key"])
-    except MetadataTableError:
-        return False
+    except (MetadataTableError, HFileError) as exc:  # unreadable (a corrupt HFile too): nothing proven
+        return f"it does not read ({exc}; files kept)"
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,7 @@ def place_values(state: MetadataState, partition: str, wanted: pa.StringArray) -
             located = whole.filter(pc.is_in(whole["record_key"], value_set=keys))
         else:
             located = state.mdt.record_index(keys.to_pylist())
-    except MetadataTableError:
+    except (MetadataTableError, HFileError):  # unreadable (a corrupt HFile too): nothing proven
         return None
     if located.num_rows < len(keys):
         return None  # a record key with no record index entry: its file is unknown
@@ -168,7 +172,7 @@ def _whole_record_index(state: MetadataState) -> pa.Table | None:
     assert state.mdt is not None
     try:
         return state.mdt.record_index()
-    except MetadataTableError:
+    except (MetadataTableError, HFileError):  # unreadable (a corrupt HFile too): nothing proven
         return None
 
 
