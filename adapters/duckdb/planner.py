@@ -453,13 +453,15 @@ class Pruned:
         match read whole (no index file opened to find the row): the query's own filter, pushed
         into the scan, finds it, and EXISTS stops there."""
         if not self.counted or not self.holding:
-            answer = "EXISTS answered by the secondary index's dictionary alone: no row matches, no file read"
+            answer = (
+                "EXISTS answered by the secondary index alone (its dictionary): no row matches, no file read"
+            )
             return dataclasses.replace(self.table, kept=0, answer=answer, reads=Reads((), 0, 0, 0, 0))
         rows = "1 row matches" if self.counted == 1 else f"{self.counted:,} rows match"
         if self.constant:
             answer = (
-                f"EXISTS answered by the secondary index's dictionary alone: {rows}; a row its filter "
-                "keeps stands for them, no file read"
+                f"EXISTS answered by the secondary index alone (its dictionary): {rows}; a row its "
+                "filter keeps stands for them, no file read"
             )
             return dataclasses.replace(
                 self.table,
