@@ -531,7 +531,7 @@ def _matching_row(registration: Registration, predicate: Expression) -> str:
     """A one-row query with the registered columns that ``predicate`` keeps, or "": when it is
     ``column = literal`` on a column of plain equality, the row holds the literal there and NULL
     elsewhere (the query's WHERE is exactly the predicate, so it keeps that row and no other)."""
-    if predicate.op != "eq" or not isinstance(predicate, EqualTo):
+    if not isinstance(predicate, EqualTo):
         return ""
     term = predicate.term
     if not isinstance(term, Reference | BoundReference) or predicate.literal is None:
