@@ -40,7 +40,8 @@ from hudi_expr import (
     bind,
     to_pyarrow,
 )
-from hudi_expr.expressions import LiteralPredicate, Reference, SetPredicate
+from hudi_expr.expressions import BoundReference, EqualTo, LiteralPredicate, Reference, SetPredicate
+from hudi_expr.printer import format_literal
 from hudi_expr.visitors import transform_leaves
 from index_store import (
     IndexCorruptError,
@@ -49,6 +50,7 @@ from index_store import (
     RowSelection,
     UseRules,
 )
+from index_store.secondary.api import DictionaryRows
 
 
 class Recording(Walker):
@@ -322,9 +324,11 @@ class Planner:
             warnings.warn(f"{registration.name}: {note}", IndexUnusedWarning, stacklevel=6)
         selection, index = None, ""
         exact = translated.exact and not not_used and bool(used) and not gave
-        counted = _dictionary_count(registration, predicate, rules) if exact else None
-        if counted is not None:
-            index = "count(*) answered by the secondary index's dictionary (one lookup)"
+        answered = _dictionary_rows(registration, predicate, rules) if exact else None
+        counted = None if answered is None else answered.rows
+        if answered is not None:
+            asked = "count(*)" if rules is not None and rules.purpose == "count" else "EXISTS"
+            index = f"{asked} answered by the secondary index's dictionary (one lookup)"
         elif used:
             selection, index = select_rows(registration, predicate, rules)
             if selection is not None and selection.corrupt:
@@ -347,7 +351,11 @@ class Planner:
             index,
             selection=selection,
         )
-        return Pruned(table, exact, tuple(parts) if result.index_used else (), bool(gave), counted)
+        holding = () if answered is None else answered.files
+        constant = _matching_row(registration, predicate) if counted else ""
+        return Pruned(
+            table, exact, tuple(parts) if result.index_used else (), bool(gave), counted, holding, constant
+        )
 
 
 def _operands(shape: Any) -> list[dict[str, Any]]:
@@ -382,6 +390,8 @@ class Pruned:
     parts: tuple[Expression, ...] = ()  # the bound conjuncts (translated and derived) that pruned
     dynamic: bool = False  # whether join keys (``adapters.duckdb.dynamic``) were among them
     counted: int | None = None  # the rows matching, from the secondary index's dictionary alone
+    holding: tuple[str, ...] = ()  # with ``counted``: the files holding those rows (dictionary)
+    constant: str = ""  # a one-row query whose row the WHERE keeps (``_matching_row``), or ""
 
     def exact_rows(self) -> RowSelection | None:
         """The selection, when it is exactly the rows of the reference the query keeps."""
@@ -424,6 +434,8 @@ class Pruned:
     def exists(self) -> TablePlan | None:
         """The plan reading one row the index found to match, or none when it found that none does
         (as ``IndexedTable.exists`` answers); None when a file's rows are not known exactly."""
+        if self.exact and self.counted is not None:
+            return self._dictionary_exists()
         selection = self.exact_rows()
         if selection is None:
             return None
@@ -434,6 +446,36 @@ class Pruned:
         path, row = found
         answer = f"EXISTS answered by {_by(selection)} alone: a matching row is read ({path} row {row})"
         one = Reads((RowRead((path,), f"{ROW_COLUMN} = {row}"),), 1, 1, 0, 1)
+        return dataclasses.replace(self.table, kept=1, answer=answer, reads=one)
+
+    def _dictionary_exists(self) -> TablePlan:
+        """EXISTS from the dictionary: nothing read when no row matches, else one file holding a
+        match read whole (no index file opened to find the row): the query's own filter, pushed
+        into the scan, finds it, and EXISTS stops there."""
+        if not self.counted or not self.holding:
+            answer = (
+                "EXISTS answered by the secondary index alone (its dictionary): no row matches, no file read"
+            )
+            return dataclasses.replace(self.table, kept=0, answer=answer, reads=Reads((), 0, 0, 0, 0))
+        rows = "1 row matches" if self.counted == 1 else f"{self.counted:,} rows match"
+        if self.constant:
+            answer = (
+                f"EXISTS answered by the secondary index alone (its dictionary): {rows}; a row its "
+                "filter keeps stands for them, no file read"
+            )
+            return dataclasses.replace(
+                self.table,
+                kept=0,
+                answer=answer,
+                reads=Reads((), 0, 0, 0, self.counted),
+                constant=self.constant,
+            )
+        path = self.holding[0]
+        answer = (
+            f"EXISTS answered by the secondary index's dictionary: {rows}; one file holding them is "
+            f"read ({path}), the query's filter finds the row"
+        )
+        one = Reads((RowRead((path,), None),), 1, 0, 0, None)
         return dataclasses.replace(self.table, kept=1, answer=answer, reads=one)
 
 
@@ -463,17 +505,45 @@ def select_rows(
     return selection, selection.use.explain()
 
 
-def _dictionary_count(
+def _dictionary_rows(
     registration: Registration, predicate: Expression, rules: UseRules | None
-) -> int | None:
-    """The rows matching ``predicate`` from the secondary index's global term dictionary when a
-    ``count(*)`` asks (``SecondaryIndexes.dictionary_count``: one exactly indexed leaf), else None."""
-    if rules is None or rules.purpose != "count" or registration.merged is not None:
+) -> DictionaryRows | None:
+    """The rows matching ``predicate``, and the files holding them, from the secondary index's
+    global term dictionary when a ``count(*)`` or an EXISTS asks
+    (``SecondaryIndexes.dictionary_rows``: one exactly indexed leaf), else None."""
+    if rules is None or rules.purpose not in ("count", "exists") or registration.merged is not None:
         return None
     try:
-        return registration.table.secondary.dictionary_count(predicate)
+        return registration.table.secondary.dictionary_rows(predicate)
     except IndexStoreError:
         return None  # the ordinary path says why
+
+
+# Column types whose equality with a literal of the bound type is plain equality in DuckDB (no
+# time zone, collation or float rule between the literal and the column).
+_PLAIN_EQUALITY = {
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
+    "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "VARCHAR",
+}  # fmt: skip
+
+
+def _matching_row(registration: Registration, predicate: Expression) -> str:
+    """A one-row query with the registered columns that ``predicate`` keeps, or "": when it is
+    ``column = literal`` on a column of plain equality, the row holds the literal there and NULL
+    elsewhere (the query's WHERE is exactly the predicate, so it keeps that row and no other)."""
+    if not isinstance(predicate, EqualTo):
+        return ""
+    term = predicate.term
+    if not isinstance(term, Reference | BoundReference) or predicate.literal is None:
+        return ""
+    types = dict(registration.columns)
+    if types.get(term.name, "").upper() not in _PLAIN_EQUALITY:
+        return ""
+    literal = format_literal(predicate.literal)
+    return "SELECT " + ", ".join(
+        f"CAST({literal if c == term.name else 'NULL'} AS {t}) AS {quote_name(c)}"
+        for c, t in registration.columns
+    )
 
 
 def _by(selection: RowSelection) -> str:

@@ -43,6 +43,8 @@ class TablePlan:
     direct: str = ""  # why the registered view is read as it is (DuckDB alone), "" when rewritten
     glob: str = ""  # a direct read's glob that reads the view's files without its hidden-file filter
     columns: tuple[str, ...] | None = None  # a merge-on-read read's columns (None: every one)
+    # A one-row query read instead of any file: an EXISTS the index answered, by a row its filter keeps.
+    constant: str = ""
 
     @property
     def index_used(self) -> bool:

@@ -475,8 +475,7 @@ def _direct(table: TablePlan, registration: Registration, pruned: Pruned) -> Tab
 
 def _scan_chosen(table: TablePlan) -> Choice | None:
     """The secondary index's cost choice, when it found a plain scan of every file cheaper than
-    both the index and reading the files pruning kept (a list of files costs DuckDB more than a
-    glob: ``Costs.list_file``)."""
+    both the index and reading the files pruning kept."""
     selection = table.selection
     if selection is None or selection.use.used:
         return None

@@ -58,6 +58,8 @@ def uniform_glob(registration: Registration) -> str | None:
 def kept_read(registration: Registration, table: TablePlan) -> str:
     """The text of a read of ``table``'s files (or selected rows) with the registered schema, as a
     subquery: one ``read_parquet`` per ``RowRead``, their rows put together by ``UNION ALL``."""
+    if table.constant:
+        return f"({table.constant})"
     if registration.merged is not None:  # merge-on-read (issue 23): the kept slices, merged
         return registration.merged.kept_read(
             table.result, registration.columns, table.columns, live=bool(table.direct)

@@ -76,7 +76,7 @@ from index_store.timeline import Commit, IndexTimeline, Operation, Snapshot
 if TYPE_CHECKING:
     from index_store.loaded import Candidates, LoadedVersion
 
-__all__ = ["BuildStrategy", "IndexStatus", "RowSelection", "SecondaryIndexes"]
+__all__ = ["BuildStrategy", "DictionaryRows", "IndexStatus", "RowSelection", "SecondaryIndexes"]
 
 STAGING = ".staging"
 
@@ -98,6 +98,15 @@ class IndexStatus:
     @property
     def complete(self) -> bool:
         return self.files_indexed == self.live_files
+
+
+@dataclass(frozen=True)
+class DictionaryRows:
+    """What the global term dictionary alone says of a predicate: how many rows match, and which
+    files hold them (absolute paths, index order)."""
+
+    rows: int
+    files: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -874,6 +883,12 @@ class SecondaryIndexes:
         """The rows where ``expr`` is TRUE from one dictionary lookup, no index file or data file
         read: when ``expr`` is one exactly indexed leaf (or one range on an indexed column) and
         the dictionary answers for every candidate file; None otherwise (ask ``select``)."""
+        found = self.dictionary_rows(expr)
+        return None if found is None else found.rows
+
+    def dictionary_rows(self, expr: Expression) -> DictionaryRows | None:
+        """``dictionary_count``'s answer with the files holding the matching rows (absolute paths,
+        index order): an EXISTS reads one of them instead of looking every candidate up."""
         if not self._load().snap.live.get(DICTIONARY):
             return None
         cand = self._candidates(expr)
@@ -886,31 +901,34 @@ class SecondaryIndexes:
         if changed.any():
             return None
         whole = cand.whole[candidates]
-        if whole.all():
-            return int(loaded.files["row_count"].to_numpy()[candidates].sum())
-        planned = self._planned(loaded, cand.bound)
-        leaves = [key] if isinstance(key, Predicate) else list(key)
-        if not all(leaf in planned and planned[leaf].lookup.exact for leaf in leaves):
-            return None
-        known = self._dictionary_counts(
-            loaded,
-            cand.bound,
-            planned,
-            candidates,
-            changed,
-            self._key_schemas(loaded.snap.schema, planned),
-            "raise",
-            [],
-            only=key,
-        )
-        counts = known.get(key)
-        if counts is None:
-            return None
         row_counts = loaded.files["row_count"].to_numpy()[candidates].astype(np.float64)
-        counts = np.where(whole, row_counts, counts)
-        if np.isnan(counts).any():
-            return None  # a candidate the dictionary does not answer for
-        return int(counts.sum())
+        if whole.all():
+            counts = row_counts
+        else:
+            planned = self._planned(loaded, cand.bound)
+            leaves = [key] if isinstance(key, Predicate) else list(key)
+            if not all(leaf in planned and planned[leaf].lookup.exact for leaf in leaves):
+                return None
+            known = self._dictionary_counts(
+                loaded,
+                cand.bound,
+                planned,
+                candidates,
+                changed,
+                self._key_schemas(loaded.snap.schema, planned),
+                "raise",
+                [],
+                only=key,
+            )
+            looked = known.get(key)
+            if looked is None:
+                return None
+            counts = np.where(whole, row_counts, looked)
+            if np.isnan(counts).any():
+                return None  # a candidate the dictionary does not answer for
+        holding = candidates[counts > 0]
+        rels = loaded.paths.take(pa.array(holding)).to_pylist() if len(holding) else []
+        return DictionaryRows(int(counts.sum()), tuple(self._abs_all(rels)))
 
     def _count_reading(self, selection: RowSelection, expr: Expression, which: list[int]) -> int:
         schema = self._load().snap.schema

@@ -312,6 +312,35 @@ def test_exists(cons, root: Path, query: str) -> None:
     assert table.answer in str(p)
 
 
+@pytest.mark.parametrize(
+    ("query", "read"),
+    [
+        ("SELECT EXISTS (SELECT 1 FROM t WHERE id = {id0})", False),  # a constant row stands for it
+        ("SELECT EXISTS (SELECT s FROM t WHERE s = '{s0}') AS e", False),
+        ("SELECT NOT EXISTS (SELECT 1 FROM t WHERE id = -3)", False),  # no row: nothing read
+        ("SELECT 1 FROM t WHERE s = 'no-such' LIMIT 1", False),
+        ("SELECT EXISTS (SELECT 1 FROM t WHERE id IN ({id0}, -3))", True),  # one file holding it
+        ("SELECT 7 FROM t WHERE id = {id0} LIMIT 1", False),
+    ],
+)
+def test_exists_from_the_dictionary(root: Path, query: str, read: bool) -> None:
+    """With the cost rules on (the default), an EXISTS of one exactly indexed leaf is answered by
+    the global term dictionary: no index file is looked up, and at most one data file is read."""
+    [x] = _some(root, "id", 1)
+    [s] = _some(root, "s", 1)
+    p = check(_connections(root), query.format(id0=x, s0=s))
+    table = only(p)
+    assert table.answer.startswith(
+        (
+            "EXISTS answered by the secondary index alone (its dictionary)",
+            "EXISTS answered by the secondary index's dictionary",
+        )
+    ), table.answer
+    assert table.selection is None  # no per-file lookup
+    assert ("read_parquet" in p.sql) == read
+    assert table.kept == int(read)
+
+
 def test_exists_in_a_larger_query(plain_dir: Path) -> None:
     con, base = _connections(plain_dir, rules=None)
     for c in (con, base):
