@@ -467,6 +467,12 @@ def test_merge_on_read_tables_tag_as_locally(
             where = parts if partition_col else [None] * len(keys)
             got = _files_by_row(result)
             assert got == {i: by_key[(k, p)] for i, (k, p) in enumerate(zip(keys, where, strict=True))}
-            assert stats.slices_read > 0 and stats.updates == tag_stats(local).updates
+            assert stats.updates == tag_stats(local).updates
+            # The driver's counters are the local tag's (which may decide from stored log records alone).
+            assert (
+                stats.slices_read == tag_stats(local).slices_read
+                if tag_path == "driver"
+                else stats.slices_read > 0
+            )
             inserts = sum(f == {(None, None)} for f in got.values())
             assert 0 < inserts < len(keys)
