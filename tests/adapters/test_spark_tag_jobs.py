@@ -58,8 +58,9 @@ def _batch(spark: SparkSession, n: int) -> DataFrame:
 def test_a_small_batch_is_one_job_and_its_result_one_more(
     spark: SparkSession, table: IndexedTable, using: str
 ) -> None:
-    """A small batch: one job collects its keys (encoded and checked on the executors), the driver
-    tags them; the result is the batch joined with the broadcast answers: one job, one stage."""
+    """A small batch: one job of one stage collects its keys (encoded and checked on the
+    executors), the driver tags them; the result is the batch joined with the broadcast answers:
+    no shuffle (a job broadcasting the answers, one for the result, one stage each)."""
     df = _batch(spark, 1000)
     df.count()
     with counted_work(spark) as call:
@@ -67,7 +68,7 @@ def test_a_small_batch_is_one_job_and_its_result_one_more(
     with counted_work(spark) as action:
         rows = result.select("id", "_file").collect()
     assert (call.jobs, call.stages) == (1, 1), call
-    assert (action.jobs, action.stages) == (1, 1), action
+    assert action.jobs <= 2 and action.stages == action.jobs, action
     local = table.tag([r["id"] for r in rows], using=using)  # type: ignore[arg-type]
     assert [r["_file"] for r in rows] == local["file"].to_pylist()
     df.unpersist()
@@ -76,7 +77,8 @@ def test_a_small_batch_is_one_job_and_its_result_one_more(
 def test_a_large_batch_looks_up_each_shard_in_one_task(spark: SparkSession, table: IndexedTable) -> None:
     """Past the broadcast threshold the record index lookups run on the executors: the inputs
     shuffled once by shard range (as many tasks as routes, no join against the index), checkpointed
-    once; the result is one more job. Answers as locally."""
+    once; the result joins them back (shuffles of the batch and the answers, the files broadcast).
+    Answers as locally."""
     df = _batch(spark, 1000)
     df.count()
     with _broadcasts(spark, "-1"):
@@ -90,7 +92,7 @@ def test_a_large_batch_looks_up_each_shard_in_one_task(spark: SparkSession, tabl
     # stage as a job of its own).
     assert call.jobs <= 2 and call.stages == 2, call
     assert call.tasks <= df.rdd.getNumPartitions() + routes, call
-    assert action.jobs <= 3, action
+    assert action.jobs <= 4, action
     local = table.tag([r["id"] for r in rows], using="record")
     assert sorted((r["id"], r["_file"] or "") for r in rows) == sorted(
         zip(local["key"].to_pylist(), [f or "" for f in local["file"].to_pylist()], strict=True)
