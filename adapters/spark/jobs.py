@@ -1,9 +1,13 @@
-"""Running work on Spark executors as one job of one task per group, and its errors."""
+"""Running work on Spark executors as one job of one task per group, and its errors; counting
+the jobs, stages and tasks a call runs."""
 
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from pyspark import SparkContext
@@ -15,6 +19,8 @@ __all__ = [
     "MAX_FILES_PER_TASK",
     "TASKS_PER_CORE",
     "SparkBuildError",
+    "SparkWork",
+    "counted_work",
     "default_group_size",
     "run_job",
     "spark_context",
@@ -56,6 +62,40 @@ def run_job(
         sc.setLocalProperty("spark.job.description", previous)  # type: ignore[arg-type]  # None unsets it
     by_group = dict(collected)
     return [by_group[i] for i in range(len(groups))]
+
+
+@dataclass
+class SparkWork:
+    """The Spark jobs, stages and tasks run inside ``counted_work`` (filled in when it exits):
+    stages and tasks that ran, stages a job skipped (their shuffle output reused) not counted."""
+
+    jobs: int = 0
+    stages: int = 0
+    tasks: int = 0
+    job_ids: list[int] = field(default_factory=list)
+
+
+@contextmanager
+def counted_work(spark: SparkSession) -> Iterator[SparkWork]:
+    """Count the Spark work the calling thread starts inside the block, through a job group of its
+    own (``statusTracker().getJobIdsForGroup``): a structural measure of a call (how many jobs,
+    stages and tasks it runs), for tests and benchmarks. The thread's previous job group is put back.
+    """
+    sc = spark_context(spark)
+    group = f"hudi-index-count-{uuid.uuid4().hex}"
+    previous = sc.getLocalProperty("spark.jobGroup.id")
+    sc.setLocalProperty("spark.jobGroup.id", group)
+    work = SparkWork()
+    try:
+        yield work
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", previous)  # type: ignore[arg-type]  # None unsets it
+        tracker = sc.statusTracker()
+        work.job_ids = sorted(tracker.getJobIdsForGroup(group))
+        stage_ids = {s for j in work.job_ids if (job := tracker.getJobInfo(j)) for s in job.stageIds}
+        ran = [info for s in stage_ids if (info := tracker.getStageInfo(s)) and info.numCompletedTasks > 0]
+        work.jobs, work.stages = len(work.job_ids), len(ran)
+        work.tasks = sum(info.numCompletedTasks for info in ran)
 
 
 def spark_context(spark: SparkSession) -> SparkContext:

@@ -3,7 +3,14 @@
 ``tag(spark, table, df)`` returns ``df`` with a ``_file`` column: the absolute path of the live data
 file holding each row's record key (an update), null for a key found nowhere (an insert), and a
 ``_file_id`` column beside it: that file's file group (Hudi's file id, a plain file's name stem).
-The answers are those of ``IndexedTable.tag``; only the work moves to the executors:
+The answers are those of ``IndexedTable.tag``. Where the work runs follows the batch:
+
+- a small batch (its key columns no larger, by Catalyst's estimate, than
+  ``spark.sql.autoBroadcastJoinThreshold``): one job encodes and checks its keys on the
+  executors and collects them; the driver tags them with the local ``tag`` and the answers (the
+  keys found) are broadcast into the result's join (``tag_driver``). A Spark job costs more than
+  tagging thousands of keys.
+- otherwise the work moves to the executors:
 
 - keys: each row's record key is encoded on the executors (an Arrow UDF running
   ``RecordKeySpec.encode`` over whole batches, shipping only the key columns), or taken from a
@@ -15,9 +22,9 @@ The answers are those of ``IndexedTable.tag``; only the work moves to the execut
   bloom probe (exploded into ``(key, file)`` pairs). The candidates are confirmed by reading the
   candidate files' key columns with Spark's parquet reader (``_metadata.file_path`` says which file
   a key came from), a semi-join on ``(key, file)``.
-- ``record``: the record index's Arrow IPC files are read on the executors (slices of its record
-  batches), entries of dead or deleted files dropped, and joined with the distinct keys (a shuffle
-  join on the key).
+- ``record``: the distinct inputs are shuffled by the record index's shard hash, so each task looks
+  its keys up in one shard of each index file, page probes only (``tag_record``); no scan of the
+  index.
 
 - merge-on-read tables: the candidates (unverified, for ``bloom``) become candidate file slices,
   and each slice decides for its keys inside a task (``tag_slices``), as locally; ``_file`` is
@@ -32,10 +39,12 @@ Hudi's bloom index tags every copy), or, with ``on_duplicate="error"``, raises
 mapped to the table's partition paths on the executors by the local rule
 (``index_store.tagging.partitions``).
 
-The intermediate results are local checkpoints (``localCheckpoint``: kept on the executors, freed
-when no longer referenced), so the returned DataFrame does not redo the probing
-when it is used; its own work is one join of ``df`` with the (key -> file) answers. Like any local
-checkpoint, it is lost with an executor that goes away before the result is used.
+On the distributed path, ``tag`` runs the lookups before it returns (so that their errors are
+raised by ``tag``), into local checkpoints (kept on the executors, freed when no longer
+referenced) where a later stage or the result uses them, so the returned DataFrame does not redo
+the probing; its own work is one join of ``df`` with the (key -> file) answers. Like any local
+checkpoint, it is lost with an executor that goes away before the result is used. ``tag`` counts
+duplicate keys (one more job) only for ``on_duplicate="error"``; ``tag_with_stats`` always.
 """
 
 from __future__ import annotations
@@ -55,12 +64,16 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
-from pyspark.sql.pandas.types import to_arrow_type
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
+from pyspark.sql.types import StringType, StructType
 
+from adapters.spark.tag_driver import driver_batch_bytes, estimated_bytes, tag_on_driver
+from adapters.spark.tag_record import lookup_by_shard
 from adapters.spark.tag_slices import in_slices
 from index_store import IndexedTable, open_table
 from index_store.arrays import unique_sorted
@@ -75,8 +88,7 @@ from index_store.errors import (
     TableFormatError,
 )
 from index_store.hudi_bloom import HudiBloomFilter, HudiBloomFilterSet, HudiBloomFormatError
-from index_store.partitions import RECORD_INDEX_SCHEMA, read_files, read_log_records
-from index_store.partitions.base import live_positions
+from index_store.partitions import read_files, read_log_records
 from index_store.partitions.record_keys import RecordKeysPartition, read_record_key_rows
 from index_store.record_key import UNKNOWN, RecordKeySpec
 from index_store.tagging.merged import merged_tagging
@@ -102,8 +114,6 @@ _KEY = "__hudi_tag_key"
 _PART = "__hudi_tag_partition"
 _POS = "__hudi_tag_file_pos"
 _PATH = "__hudi_tag_path"
-_FILE_PART = "__hudi_tag_file_partition"
-RECORD_SLICE_ROWS = 1 << 16  # record index entries read per UDF row (a slice of a record batch)
 
 
 class SparkTagError(IndexStoreError):
@@ -155,7 +165,7 @@ def tag(
     index was synced, ``RecordKeyError`` for a missing key column or null or empty keys,
     ``DuplicateKeyError`` when a key is in two live files and ``on_duplicate="error"``.
     """
-    return tag_with_stats(spark, table, df, key_cols, partition_col, using, on_duplicate)[0]
+    return _tag(spark, table, df, key_cols, partition_col, using, on_duplicate, counted=False)[0]
 
 
 def tag_with_stats(
@@ -167,7 +177,23 @@ def tag_with_stats(
     using: Literal["auto", "bloom", "record"] = "auto",
     on_duplicate: OnDuplicate = "all",
 ) -> tuple[DataFrame, SparkTagStats]:
-    """``tag``, and what its stages did and took (``SparkTagStats``)."""
+    """``tag``, and what its stages did and took (``SparkTagStats``; counting them may take one
+    more Spark job than ``tag`` runs)."""
+    return _tag(spark, table, df, key_cols, partition_col, using, on_duplicate, counted=True)
+
+
+def _tag(
+    spark: SparkSession,
+    table: IndexedTable | str | os.PathLike[str],
+    df: DataFrame,
+    key_cols: Sequence[str] | str | None,
+    partition_col: str | None,
+    using: Literal["auto", "bloom", "record"],
+    on_duplicate: OnDuplicate,
+    counted: bool,
+) -> tuple[DataFrame, SparkTagStats]:
+    """``tag``; ``counted``: the stats' counters are wanted (else only what ``on_duplicate`` needs
+    is computed)."""
     indexed = table if isinstance(table, IndexedTable) else open_table(table)
     live = _live_index(indexed)
     config = live.config
@@ -185,9 +211,20 @@ def tag_with_stats(
         keyed = keyed.withColumn(_PART, _arrow_udf(_NormalizePartitions(layout), "string", given))
     _check_current(indexed, live)
     join_on = [_KEY, _PART] if partition_col is not None else [_KEY]
-    distinct = keyed.select(*join_on).distinct()
 
     stats: dict[str, Any] = {"method": method, "files": int(live.present.sum()), "seconds": {}}
+    limit = driver_batch_bytes(spark)
+    size = estimated_bytes(keyed.select(*join_on)) if limit >= 0 else None
+    if size is not None and size <= limit:
+        # A small batch: one job collects its keys, the driver tags them (tag_driver).
+        names = {"key": _KEY, "file": FILE_COLUMN, "file_id": FILE_ID_COLUMN}
+        if partition_col is not None:
+            names["partition"] = _PART
+        answers, counters = tag_on_driver(spark, indexed, keyed, names, method, on_duplicate, _run)
+        result = keyed.join(F.broadcast(answers), on=join_on, how="left").drop(*join_on)
+        return result, SparkTagStats(**{**stats, **counters})
+
+    distinct = keyed.select(*join_on).distinct()
     merged = merged_tagging(
         indexed.reader,
         spec,
@@ -199,9 +236,10 @@ def tag_with_stats(
     if method == "bloom":
         # Merge-on-read: the slices read the candidates' base files (and logs) themselves.
         verify = merged is None
-        found = _by_blooms(spark, indexed, live, spec, distinct, per_partition, stats, verify=verify)
+        reused = counted or on_duplicate == "error"  # read by the duplicate count and the result
+        found = _by_blooms(spark, indexed, live, spec, distinct, per_partition, stats, verify, reused)
     else:
-        found = _by_record_index(spark, indexed, live, distinct, per_partition, stats)
+        found = _by_record_index(spark, indexed, live, keyed, join_on, stats)
     paths = live.paths
     if merged is not None:
         start = time.perf_counter()
@@ -214,21 +252,22 @@ def tag_with_stats(
     else:
         files = _files_frame(spark, live, indexed.reader.file_ids)
 
-    start = time.perf_counter()
-    with _spark_errors("duplicate keys"):
-        summary = _duplicates(found, join_on)
-    stats["seconds"]["duplicates"] = time.perf_counter() - start
-    stats["updates"] = int(summary["updates"] or 0)
-    if method == "record":
-        stats["after_bloom"] = int(summary["matches"] or 0)
-    stats["several_files"] = int(summary["twice"] or 0)
-    if summary["twice"] and on_duplicate == "error":
-        key, positions = summary["example"][_KEY], summary["example"]["positions"]
-        where = sorted(paths[int(p)] for p in positions)
-        raise DuplicateKeyError(
-            f"{summary['twice']} record keys are in more than one live data file of {indexed.root}, "
-            f"e.g. {key!r} in {where}: the table's keys are not unique (run hudi-index check)"
-        )
+    if counted or on_duplicate == "error":
+        start = time.perf_counter()
+        with _spark_errors("duplicate keys"):
+            summary = _duplicates(found, join_on)
+        stats["seconds"]["duplicates"] = time.perf_counter() - start
+        stats["updates"] = int(summary["updates"] or 0)
+        if method == "record":
+            stats["after_bloom"] = int(summary["matches"] or 0)
+        stats["several_files"] = int(summary["twice"] or 0)
+        if summary["twice"] and on_duplicate == "error":
+            key, positions = summary["example"][_KEY], summary["example"]["positions"]
+            where = sorted(paths[int(p)] for p in positions)
+            raise DuplicateKeyError(
+                f"{summary['twice']} record keys are in more than one live data file of {indexed.root}, "
+                f"e.g. {key!r} in {where}: the table's keys are not unique (run hudi-index check)"
+            )
     answers = found.join(F.broadcast(files), _POS).select(*join_on, FILE_COLUMN, FILE_ID_COLUMN)
     result = keyed.join(answers, on=join_on, how="left").drop(*join_on)
     return result, SparkTagStats(**stats)
@@ -363,9 +402,11 @@ def _by_blooms(
     per_partition: bool,
     stats: dict[str, Any],
     verify: bool = True,
+    reused: bool = True,
 ) -> DataFrame:
     """Confirmed ``(key[, partition], file_pos)``: ranges and blooms on executors, then reading
-    (unless ``verify`` is False: the candidates as they are)."""
+    (unless ``verify`` is False: the candidates as they are). ``reused``: the confirmed pairs are
+    read more than once (checkpointed; else left to the caller's job)."""
     start = time.perf_counter()
     keys = _key_rows(indexed, live)
     ranges = _Ranges(
@@ -380,35 +421,38 @@ def _by_blooms(
     )
     sc = spark.sparkContext
     broadcast = sc.broadcast(ranges)
-    after_range = sc.accumulator(0)
+    after_range, after_bloom = sc.accumulator(0), sc.accumulator(0)
+    touched = sc.accumulator(np.zeros(0, np.int64), _Union())
     columns = [_KEY, _PART] if per_partition else [_KEY]
-    probe = _arrow_udf(_Probe(broadcast, after_range), "array<bigint>", *[F.col(c) for c in columns])
+    udf = _Probe(broadcast, after_range, after_bloom, touched)
+    probe = _arrow_udf(udf, "array<bigint>", *[F.col(c) for c in columns])
     with _spark_errors("key ranges and bloom filters"):
+        # Checkpointed: read again by the verification, once the files it reads are known.
         candidates = distinct.select(*columns, F.explode(probe).alias(_POS)).localCheckpoint(eager=True)
-        per_file = candidates.groupBy(_POS).count().collect()
     broadcast.unpersist()
+    per_file = np.asarray(touched.value, dtype=np.int64)  # the candidate files, from the probing job
     stats["seconds"]["keys"] = time.perf_counter() - start
     stats["after_range"] = int(after_range.value)
-    stats["after_bloom"] = sum(int(r["count"]) for r in per_file)
+    stats["after_bloom"] = int(after_bloom.value)
     stats["files_read"] = len(per_file)
 
     start = time.perf_counter()
-    if not per_file or not verify:
+    if not len(per_file) or not verify:
         stats["seconds"]["verify"] = time.perf_counter() - start
         return candidates
     prefix = indexed.root.rstrip(os.sep) + os.sep
-    wanted = {os.path.normpath(prefix + live.paths[p]): p for p in sorted(int(r[_POS]) for r in per_file)}
-    read = spark.read.parquet(*wanted)
-    with _spark_errors("listing the candidate files"):
-        # Spark names files by URI (file:/a%20b/...): which URI is which file, from a scan that
-        # reads no column (row counts only), so that the key scan joins on plain strings.
-        uris = [r[0] for r in read.select(F.col("_metadata.file_path")).distinct().collect()]
-    by_uri = [(uri, wanted.get(_local_path(uri), -1)) for uri in uris]
-    unknown = [uri for uri, pos in by_uri if pos < 0]
-    if unknown:
-        raise SparkTagError(f"Spark read files that were not asked for: {unknown[:3]}")
+    wanted = {os.path.normpath(prefix + live.paths[p]): p for p in per_file.tolist()}
+    names = [spec.column] if spec.column is not None else list(spec.fields)
+    schema = _key_schema(next(iter(wanted)), names)
+    read = spark.read.schema(schema).parquet(*wanted)
+    by_uri = _uris(spark, list(wanted), schema)
     files = spark.createDataFrame(
-        pa.table({_PATH: pa.array(uris, pa.string()), _POS: pa.array([p for _, p in by_uri], pa.int64())})
+        pa.table(
+            {
+                _PATH: pa.array(list(by_uri.values()), pa.string()),
+                _POS: pa.array([wanted[p] for p in by_uri], pa.int64()),
+            }
+        )
     )
     if spec.column is not None:
         key = F.col(f"`{spec.column}`").cast("string")  # Hudi's stored keys: no Python on the scan
@@ -416,10 +460,51 @@ def _by_blooms(
         key = _arrow_udf(_EncodeKeys(spec), "string", *[F.col(f"`{c}`") for c in spec.fields])
     stored = read.select(key.alias(_KEY), F.col("_metadata.file_path").alias(_PATH))
     stored = stored.join(F.broadcast(files), _PATH).select(_KEY, _POS)
-    with _spark_errors("reading the candidate files' keys"):
-        confirmed = candidates.join(stored, [_KEY, _POS], "left_semi").localCheckpoint(eager=True)
+    confirmed = candidates.join(stored, [_KEY, _POS], "left_semi")
+    if reused:
+        with _spark_errors("reading the candidate files' keys"):
+            confirmed = confirmed.localCheckpoint(eager=True)
     stats["seconds"]["verify"] = time.perf_counter() - start
     return confirmed
+
+
+# Local path -> the URI Spark names the file by (``_metadata.file_path``: ``file:/a%20b/...``),
+# learned from listing scans: data files are immutable, so a warm session lists each file once.
+_URIS: dict[str, str] = {}
+_MAX_URIS = 1 << 20
+
+
+def _key_schema(path: str, names: list[str]) -> StructType:
+    """The Spark schema of the key columns, from one candidate file's footer (given to the scans,
+    so that Spark runs no job to infer it)."""
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise SparkTagError(f"cannot read the schema of {path}: {exc}") from None
+    missing = [n for n in names if n not in schema.names]
+    if missing:
+        raise RecordKeyError(f"record key field {missing[0]!r} is not a column of {path}")
+    return from_arrow_schema(pa.schema([schema.field(n) for n in names]))
+
+
+def _uris(spark: SparkSession, paths: list[str], schema: StructType) -> dict[str, str]:
+    """Each local path's URI as Spark names it, listing (a scan reading no column: row counts only)
+    the files not seen yet, so that the key scan joins on plain strings."""
+    unseen = [p for p in paths if p not in _URIS]
+    if unseen:
+        listing = spark.read.schema(schema).parquet(*unseen).select("_metadata.file_path").distinct()
+        with _spark_errors("listing the candidate files"):
+            uris = [r[0] for r in listing.collect()]
+        by_path = {_local_path(uri): uri for uri in uris}
+        asked = set(unseen)
+        unknown = [uri for path, uri in by_path.items() if path not in asked]
+        if unknown:
+            raise SparkTagError(f"Spark read files that were not asked for: {unknown[:3]}")
+        if len(_URIS) + len(by_path) > _MAX_URIS:
+            _URIS.clear()
+        _URIS.update(by_path)
+        # A file with no rows is never named by a scan: it holds no key to verify either.
+    return {p: _URIS[p] for p in paths if p in _URIS}
 
 
 def _recorded(indexed: IndexedTable, live: _Live) -> np.ndarray:
@@ -451,60 +536,32 @@ def _by_record_index(
     spark: SparkSession,
     indexed: IndexedTable,
     live: _Live,
-    distinct: DataFrame,
-    per_partition: bool,
+    keyed: DataFrame,
+    join_on: list[str],
     stats: dict[str, Any],
 ) -> DataFrame:
-    """Confirmed ``(key[, partition], file_pos)``: the record index's entries joined on the key."""
+    """Confirmed ``(key[, partition], file_pos)``: the distinct inputs looked up in the record
+    index, shuffled by its shard hash (``tag_record``)."""
     start = time.perf_counter()
-    slices = [
-        (rel, batch, offset, min(rows - offset, RECORD_SLICE_ROWS))
-        for rel in live.live_record_index
-        for batch, rows in enumerate(_record_batch_rows(indexed, rel))
-        for offset in range(0, rows, RECORD_SLICE_ROWS)
-    ]
-    columns = [_KEY, _PART] if per_partition else [_KEY]
-    if not slices:
-        empty = StructType([StructField(c, StringType()) for c in columns])
-        stats["seconds"]["record"] = time.perf_counter() - start
-        return spark.createDataFrame([], empty).withColumn(_POS, F.lit(None).cast("long"))
-    sc = spark.sparkContext
-    task_schema = StructType(
-        [
-            StructField("rel", StringType()),
-            StructField("batch", LongType()),
-            StructField("offset", LongType()),
-            StructField("length", LongType()),
-        ]
+    per_partition = len(join_on) > 1
+    found = lookup_by_shard(
+        keyed,
+        join_on,
+        _POS,
+        indexed.index_root,
+        live.live_record_index,
+        live.file_idx,
+        live.present.copy(),
+        live.partitions if per_partition else None,
+        spark.sparkContext.defaultParallelism,
+        _arrow_udf,
     )
-    parallelism = max(1, min(len(slices), sc.defaultParallelism * 4))
-    tasks = spark.createDataFrame(sc.parallelize(slices, parallelism), task_schema)
-    reader = _RecordEntries(str(indexed.index_root), live.file_idx, live.present.copy())
-    entry_type = f"array<struct<{_KEY}: string, {_POS}: bigint>>"
-    read = _arrow_udf(reader, entry_type, *[F.col(c) for c in task_schema.names])
-    entries = tasks.select(F.inline(read))
-    found = distinct.join(entries, _KEY)
-    if per_partition:
-        parts = _partition_frame(spark, live)
-        found = found.join(F.broadcast(parts), _POS).where(F.col(_PART) == F.col(_FILE_PART))
+    # Checkpointed: tag raises the lookups' errors itself, and the answers are used again by the
+    # duplicate count and the final join.
     with _spark_errors("record index lookup"):
-        found = found.select(*columns, _POS).distinct().localCheckpoint(eager=True)
+        found = found.localCheckpoint(eager=True)
     stats["seconds"]["record"] = time.perf_counter() - start
     return found
-
-
-def _record_batch_rows(indexed: IndexedTable, rel: str) -> list[int]:
-    """The row count of each record batch of a record index file (read from its footer)."""
-    path = indexed.index_root / rel
-    try:
-        reader = pa.ipc.open_file(pa.memory_map(str(path), "r"))
-        if not reader.schema.remove_metadata().equals(RECORD_INDEX_SCHEMA):
-            raise IndexCorruptError(str(path), f"unexpected schema {reader.schema.remove_metadata()}")
-        return [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
-    except FileNotFoundError:
-        raise IndexCorruptError(str(path), "the timeline lists it but it does not exist") from None
-    except (pa.ArrowException, OSError) as exc:
-        raise IndexCorruptError(str(path), f"not an Arrow IPC file ({exc})") from None
 
 
 def _duplicates(found: DataFrame, keys: list[str]) -> dict[str, Any]:
@@ -537,12 +594,6 @@ def _files_frame(
                 FILE_ID_COLUMN: file_ids(paths),
             }
         )
-    )
-
-
-def _partition_frame(spark: SparkSession, live: _Live) -> DataFrame:
-    return spark.createDataFrame(
-        pa.table({_POS: pa.array(np.arange(len(live.paths), dtype=np.int64)), _FILE_PART: live.partitions})
     )
 
 
@@ -650,13 +701,26 @@ def _prepare(ranges: _Ranges) -> _Prepared:
     return ready
 
 
+class _Union(AccumulatorParam[np.ndarray]):
+    """An accumulator of a set of file positions (sorted int64): updates are unions, so a task
+    retried adds nothing new."""
+
+    def zero(self, value: np.ndarray) -> np.ndarray:
+        return np.zeros(0, np.int64)
+
+    def addInPlace(self, value1: np.ndarray, value2: np.ndarray) -> np.ndarray:
+        return np.union1d(value1, value2).astype(np.int64)
+
+
 @dataclass(frozen=True)
 class _Probe:
     """Arrow UDF: per distinct key (and its partition), the live files whose key range (in the
     key's partition) and bloom filter admit it, as a list of file positions."""
 
     broadcast: Any
-    after_range: Any  # accumulator
+    after_range: Any  # accumulators: candidate pairs after the ranges, after the blooms,
+    after_bloom: Any
+    touched: Any  # and the positions of the candidate files (_Union)
 
     def __call__(self, keys: pa.Array, parts: pa.Array | None = None) -> pa.Array:
         ranges: _Ranges = self.broadcast.value
@@ -670,6 +734,8 @@ class _Probe:
             # An empty key is one Hudi's filters cannot hash: it stays a candidate (never dropped).
             maybe = ready.filters.might_contain_pairs(keys, key_idx, file_pos)
             key_idx, file_pos = key_idx[maybe], file_pos[maybe]
+        self.after_bloom.add(int(key_idx.size))
+        self.touched.add(unique_sorted(file_pos.astype(np.int64)))
         order = np.argsort(key_idx, kind="stable")
         counts = np.bincount(key_idx, minlength=len(keys)) if key_idx.size else np.zeros(len(keys), np.int64)
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
@@ -702,54 +768,6 @@ def _range_pairs(
         pairs = unique_sorted(key_idx * n + file_pos)
         key_idx, file_pos = pairs // n, pairs % n
     return key_idx, file_pos
-
-
-@dataclass(frozen=True)
-class _RecordEntries:
-    """Arrow UDF over ``(record index file, batch, offset, length)`` slices: per slice, its entries
-    of live files still on disk, as a list of ``(key, file_pos)``."""
-
-    index_root: str
-    file_idx: np.ndarray  # ascending: the live files
-    present: np.ndarray
-
-    def __call__(self, rels: pa.Array, batches: pa.Array, offsets: pa.Array, lengths: pa.Array) -> pa.Array:
-        keys: list[pa.Array] = []
-        positions: list[np.ndarray] = []
-        counts = []
-        for rel, i, offset, length in zip(
-            rels.to_pylist(), batches.to_pylist(), offsets.to_pylist(), lengths.to_pylist(), strict=True
-        ):
-            key, pos = self._entries(rel, i, offset, length)
-            keys.append(key)
-            positions.append(pos)
-            counts.append(len(pos))
-        bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-        values = pa.StructArray.from_arrays(
-            [
-                pa.concat_arrays(keys) if keys else pa.array([], pa.string()),
-                pa.array(np.concatenate(positions) if positions else [], pa.int64()),
-            ],
-            names=[_KEY, _POS],
-        )
-        return pa.ListArray.from_arrays(pa.array(bounds), values)
-
-    def _entries(self, rel: str, i: int, offset: int, length: int) -> tuple[pa.Array, np.ndarray]:
-        path = os.path.join(self.index_root, rel)
-        try:
-            reader = pa.ipc.open_file(pa.memory_map(path, "r"))
-            if not reader.schema.remove_metadata().equals(RECORD_INDEX_SCHEMA):
-                raise IndexCorruptError(path, f"unexpected schema {reader.schema.remove_metadata()}")
-            batch = reader.get_batch(i).slice(offset, length)
-            batch.validate(full=True)
-        except FileNotFoundError:
-            raise IndexCorruptError(path, "the timeline lists it but it does not exist") from None
-        except (pa.ArrowException, OSError) as exc:
-            raise IndexCorruptError(path, f"unreadable record batch {i} ({exc})") from None
-        stored = batch.column(2).to_numpy()
-        pos, live = live_positions(self.file_idx, stored)
-        keep = live & self.present[pos] if self.file_idx.size else live
-        return batch.column(1).filter(pa.array(keep)).cast(pa.string()), pos[keep].astype(np.int64)
 
 
 @dataclass(frozen=True)

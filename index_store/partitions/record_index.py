@@ -57,6 +57,8 @@ __all__ = [
     "default_shards",
     "lookup_record_keys",
     "read_record_index",
+    "shard_counts",
+    "shard_of",
     "write_record_index",
 ]
 
@@ -221,6 +223,18 @@ def _shard_of(hashes: np.ndarray, shards: int) -> np.ndarray:
     if shards == 1:
         return np.zeros(len(hashes), dtype=np.int64)
     return (hashes >> _shift(shards)).astype(np.int64)
+
+
+def shard_of(hashes: np.ndarray, shards: int) -> np.ndarray:
+    """The shard (of ``shards``, a power of two) each key hash (``hash_keys(keys)[0]``) is stored
+    in: its top bits. Shard ``s`` of ``n`` shards is the hash range of shards ``s * m / n`` to
+    ``(s + 1) * m / n`` of ``m``, so lookups partitioned this way meet one shard of every file."""
+    return _shard_of(np.asarray(hashes, dtype=np.uint64), _check_shards(shards))
+
+
+def shard_counts(root: Path, live: Sequence[str]) -> list[int]:
+    """The shard count of each record index file ``live`` (from its metadata; checked)."""
+    return [_open(root, rel).shards for rel in live]
 
 
 def _batch_bounds(hashes: np.ndarray, shards: int, batch_rows: int) -> np.ndarray:

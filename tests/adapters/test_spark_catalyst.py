@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -460,8 +461,14 @@ def test_truth_tests_keep_sparks_rows(spark: SparkSession) -> None:
     assert checked >= 20
 
 
+def _is_small(values: pa.Array) -> pa.Array:
+    return pc.fill_null(pc.less(values, 3), False)
+
+
 def test_python_udf_is_not_used(spark: SparkSession) -> None:
-    is_small = F.udf(lambda v: v is not None and v < 3, BooleanType())
+    # An Arrow UDF (pyarrow in and out): F.udf would try Spark's Arrow-optimized Python UDF,
+    # which needs pandas (not a dependency), and fall back to a pickled one with a warning.
+    is_small = F.arrow_udf(_is_small, BooleanType())
     t = translate_column(spark, is_small(F.col("i")) & (F.col("l") == 4), SCHEMA)
     assert t.expr == IsNotNull("l") & EqualTo("l", 4)
     assert len(t.not_used) == 1  # the UDF's result column
