@@ -28,6 +28,7 @@ part was not used, a predicate DuckDB cannot bind or evaluate on a row of NULLs 
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import decimal
 import functools
@@ -939,7 +940,7 @@ def select_text(nodes: list[dict[str, Any]]) -> str | None:
     clause may be appended); None when DuckDB cannot write it. The text of a statement written
     before is reused (a repeated query's conjuncts cost no round trip)."""
     statement = json.dumps(_select_statement(nodes))
-    if statement in _WRITTEN:
+    with contextlib.suppress(KeyError):  # another thread may drop it meanwhile: written again
         return _WRITTEN[statement]
     try:
         text = _run("SELECT json_deserialize_sql(?)", [statement])
