@@ -933,6 +933,7 @@ def _select_statement(nodes: list[dict[str, Any]]) -> dict[str, Any]:
 # Texts DuckDB wrote from serialized statements (a function of the JSON alone), by that JSON.
 _WRITTEN: dict[str, str | None] = {}
 _WRITTEN_KEPT = 256
+_WRITTEN_KEPT_CHARS = 1 << 16  # larger statements are written again each time
 
 
 def select_text(nodes: list[dict[str, Any]]) -> str | None:
@@ -949,6 +950,8 @@ def select_text(nodes: list[dict[str, Any]]) -> str | None:
     else:
         value = text.column(0)[0].as_py()
     written = value if isinstance(value, str) else None
+    if len(statement) > _WRITTEN_KEPT_CHARS:
+        return written
     with _lock:
         if len(_WRITTEN) >= _WRITTEN_KEPT:
             _WRITTEN.pop(next(iter(_WRITTEN)), None)

@@ -260,7 +260,7 @@ _TEMPORARY_TABLES = "SELECT table_name FROM duckdb_tables() WHERE temporary"
 
 @dataclass(frozen=True)
 class Session:
-    """What a plan needs to know of the user's connection, read in one round trip."""
+    """What a plan needs to know of the user's connection (``read_session``)."""
 
     timezone: str  # literals are read in it
     database: str
@@ -280,8 +280,10 @@ class _Known:
     trees: dict[str, str]
 
 
-# Syntax trees kept per connection: a dashboard's handful of repeated queries, not every text seen.
+# Syntax trees kept per connection: a dashboard's handful of repeated queries, not every text seen,
+# and not the trees of huge texts (a 10,000-term OR), whose parse is the least of their planning.
 _TREES_KEPT = 64
+_TREE_KEPT_CHARS = 1 << 18
 
 
 _known: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, _Known] = weakref.WeakKeyDictionary()
@@ -308,9 +310,7 @@ def read_session(con: duckdb.DuckDBPyConnection, query: str = "") -> Session:
         text = known.trees.get(query)
         if text is None:
             [(text,)] = con.execute(_TREE, {"query": query}).fetchall()
-            if len(known.trees) >= _TREES_KEPT:
-                known.trees.pop(next(iter(known.trees)))
-            known.trees[query] = text
+            _keep_tree(known, query, text)
         return dataclasses.replace(known.session, tree=json.loads(text))
     [(timezone, database, schema, text)] = con.execute(_SETTINGS, {"query": query}).fetchall()
     views: dict[str, int] = {}
@@ -324,8 +324,18 @@ def read_session(con: duckdb.DuckDBPyConnection, query: str = "") -> Session:
         str(timezone), str(database), str(schema), views, frozenset(temporary), json.loads(text)
     )
     if version is not None:
-        _known[con] = _Known(version, session, {query: text})
+        _known[con] = known = _Known(version, session, {})
+        _keep_tree(known, query, text)
     return session
+
+
+def _keep_tree(known: _Known, query: str, tree: str) -> None:
+    """Keep ``query``'s tree (JSON text), dropping the oldest kept beyond ``_TREES_KEPT``."""
+    if len(tree) > _TREE_KEPT_CHARS:
+        return
+    if len(known.trees) >= _TREES_KEPT:
+        known.trees.pop(next(iter(known.trees)))
+    known.trees[query] = tree
 
 
 def view_oids(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
