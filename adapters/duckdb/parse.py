@@ -28,6 +28,7 @@ part was not used, a predicate DuckDB cannot bind or evaluate on a row of NULLs 
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import decimal
 import functools
@@ -335,6 +336,7 @@ _COMPARISONS: dict[str, type[LiteralPredicate]] = {
 }
 _DISTINCT = {"COMPARE_DISTINCT_FROM": True, "COMPARE_NOT_DISTINCT_FROM": False}
 _NULL_TESTS = {"OPERATOR_IS_NULL": True, "OPERATOR_IS_NOT_NULL": False}
+COMPARISON_TYPES = frozenset(_COMPARISONS) | frozenset(_DISTINCT)  # a COMPARISON node's types
 
 Node = dict[str, Any]
 
@@ -928,15 +930,33 @@ def _select_statement(nodes: list[dict[str, Any]]) -> dict[str, Any]:
     return parse_result(select_node(nodes, no_table(), None))
 
 
+# Texts DuckDB wrote from serialized statements (a function of the JSON alone), by that JSON.
+_WRITTEN: dict[str, str | None] = {}
+_WRITTEN_KEPT = 256
+_WRITTEN_KEPT_CHARS = 1 << 16  # larger statements are written again each time
+
+
 def select_text(nodes: list[dict[str, Any]]) -> str | None:
     """``SELECT <nodes>`` as SQL text, written by DuckDB from the syntax tree nodes (a ``FROM``
-    clause may be appended); None when DuckDB cannot write it."""
+    clause may be appended); None when DuckDB cannot write it. The text of a statement written
+    before is reused (a repeated query's conjuncts cost no round trip)."""
+    statement = json.dumps(_select_statement(nodes))
+    with contextlib.suppress(KeyError):  # another thread may drop it meanwhile: written again
+        return _WRITTEN[statement]
     try:
-        text = _run("SELECT json_deserialize_sql(?)", [json.dumps(_select_statement(nodes))])
+        text = _run("SELECT json_deserialize_sql(?)", [statement])
     except duckdb.Error:
-        return None
-    value = text.column(0)[0].as_py()
-    return value if isinstance(value, str) else None
+        value = None
+    else:
+        value = text.column(0)[0].as_py()
+    written = value if isinstance(value, str) else None
+    if len(statement) > _WRITTEN_KEPT_CHARS:
+        return written
+    with _lock:
+        if len(_WRITTEN) >= _WRITTEN_KEPT:
+            _WRITTEN.pop(next(iter(_WRITTEN)), None)
+        _WRITTEN[statement] = written
+    return written
 
 
 def _invalid_constant(node: dict[str, Any], timezone: str) -> duckdb.Error | None:

@@ -4,6 +4,7 @@ pruned and rows selected with them and the filters dynamic pruning derived (``Pl
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from adapters.duckdb.dynamic import (
     Refusal,
 )
 from adapters.duckdb.parse import (
+    COMPARISON_TYPES,
     REFUSALS,
     Walker,
     column_types,
@@ -179,7 +181,8 @@ class Planner:
         subquery, a parameter, another table's column or a function that is not one of DuckDB's
         consistent ones (``nextval``, a macro) are left to the query itself.
         """
-        checkable = [c for c in conjuncts if self._checkable(c)]
+        types = dict(registration.columns)
+        checkable = [c for c in conjuncts if self._checkable(c) and not self._binds(c, types)]
         if not checkable:
             return
         # VALUES, not SELECT: DuckDB folds a comparison with a column it knows is NULL (statistics)
@@ -231,6 +234,21 @@ class Planner:
             if cls == Class.COLUMN_REF and self.walker.resolve(column_names(n)) is None:
                 return False
         return True
+
+    def _binds(self, node: dict[str, Any], types: dict[str, str]) -> bool:
+        """Whether DuckDB binds and evaluates ``node`` without an error whatever the rows, so that
+        no check needs to ask it: a comparison of two of the table's columns of one plain type
+        (``l_commitdate < l_receiptdate``), which involves no cast and no function."""
+        if node.get(Key.CLASS) != Class.COMPARISON or node.get(Key.TYPE) not in COMPARISON_TYPES:
+            return False
+        found = []
+        for side in (node.get(Key.LEFT), node.get(Key.RIGHT)):
+            if not isinstance(side, dict) or side.get(Key.CLASS) != Class.COLUMN_REF:
+                return False
+            column = self.walker.resolve(column_names(side))
+            found.append(types.get(column) if column is not None else None)
+        left, right = found
+        return left is not None and left == right and _COMPARABLE.fullmatch(left) is not None
 
     def _why(self, node: dict[str, Any]) -> str:
         """Why the index cannot use a part of a conjunct, in a few words."""
@@ -356,6 +374,13 @@ class Planner:
         return Pruned(
             table, exact, tuple(parts) if result.index_used else (), bool(gave), counted, holding, constant
         )
+
+
+# DuckDB's plain types (as DESCRIBE names them), each comparable with itself without a cast.
+_COMPARABLE = re.compile(
+    r"BOOLEAN|U?(?:TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\)|VARCHAR"
+    r"|BLOB|DATE|TIME|TIME WITH TIME ZONE|TIMESTAMP(?:_S|_MS|_NS| WITH TIME ZONE)?|INTERVAL|UUID"
+)
 
 
 def _operands(shape: Any) -> list[dict[str, Any]]:

@@ -412,7 +412,12 @@ def glob_or_splice(state: _State) -> QueryPlan | None:
 
 def column_use(state: _State) -> QueryPlan | None:
     """The columns each reference may read (``adapters.duckdb.columns``): a merge-on-read table's
-    stream is asked for those alone, as DuckDB cannot push a projection into it."""
+    stream is asked for those alone, as DuckDB cannot push a projection into it. Only such a
+    stream is asked for columns (DuckDB projects scans of parquet files itself): with none read,
+    the statement is not walked for them."""
+    if all(r.merged is None for r in state.read):
+        state.columns = [None] * len(state.refs)
+        return None
     state.columns = used_columns(state.statement, state.refs, [[c for c, _ in r.columns] for r in state.read])
     return None
 

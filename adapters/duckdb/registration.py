@@ -1,8 +1,10 @@
 """Registered tables and the user's session: ``register`` makes a table's view, and each plan
-reads the connection's settings, views and syntax tree in one round trip (``read_session``)."""
+reads the connection's settings, views and syntax tree (``read_session``): in one round trip, or
+none when the catalog has not changed since and the query was parsed before."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
@@ -245,6 +247,9 @@ _SETTINGS = (
 )
 
 
+_TREE = "SELECT json_serialize_sql($query)"
+
+
 _VIEWS = (
     "SELECT view_name, view_oid, temporary, database_name, schema_name FROM duckdb_views() WHERE NOT internal"
 )
@@ -255,7 +260,7 @@ _TEMPORARY_TABLES = "SELECT table_name FROM duckdb_tables() WHERE temporary"
 
 @dataclass(frozen=True)
 class Session:
-    """What a plan needs to know of the user's connection, read in one round trip."""
+    """What a plan needs to know of the user's connection (``read_session``)."""
 
     timezone: str  # literals are read in it
     database: str
@@ -265,8 +270,49 @@ class Session:
     tree: Any  # the syntax tree of the query
 
 
+@dataclass
+class _Known:
+    """A connection's session as last read, valid while its catalog version stays ``version``, and
+    the syntax trees (JSON text) of the queries parsed since, by query text."""
+
+    version: int
+    session: Session
+    trees: dict[str, str]
+
+
+# Syntax trees kept per connection: a dashboard's handful of repeated queries, not every text seen,
+# and not the trees of huge texts (a 10,000-term OR), whose parse is the least of their planning.
+_TREES_KEPT = 64
+_TREE_KEPT_CHARS = 1 << 18
+
+
+_known: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, _Known] = weakref.WeakKeyDictionary()
+
+
+def catalog_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """DuckDB's count of the statements run on ``con``'s database that may change what a name binds
+    to or how a query reads (every statement but a plain query: DDL, ``SET``, ``ATTACH``, ``LOAD``,
+    ``register``, transactions, from any connection to the same database); None where this DuckDB
+    does not say (then the session is read at every plan)."""
+    version = getattr(con, "_catalog_version", None)
+    if version is None:  # pragma: no cover - DuckDB 2.0's Python has it
+        return None
+    return int(version())
+
+
 def read_session(con: duckdb.DuckDBPyConnection, query: str = "") -> Session:
-    [(timezone, database, schema, tree)] = con.execute(_SETTINGS, {"query": query}).fetchall()
+    """The session and the syntax tree of ``query``. Settings, views and temporary names are read
+    again only when ``catalog_version`` moved since they were last read (they can change no other
+    way); a query's tree, a function of its text and the parser's settings alone, is kept too."""
+    version = catalog_version(con)
+    known = _known.get(con)
+    if version is not None and known is not None and known.version == version:
+        text = known.trees.get(query)
+        if text is None:
+            [(text,)] = con.execute(_TREE, {"query": query}).fetchall()
+            _keep_tree(known, query, text)
+        return dataclasses.replace(known.session, tree=json.loads(text))
+    [(timezone, database, schema, text)] = con.execute(_SETTINGS, {"query": query}).fetchall()
     views: dict[str, int] = {}
     temporary = {str(name).lower() for (name,) in con.execute(_TEMPORARY_TABLES).fetchall()}
     for name, oid, is_temporary, view_database, view_schema in con.execute(_VIEWS).fetchall():
@@ -274,7 +320,22 @@ def read_session(con: duckdb.DuckDBPyConnection, query: str = "") -> Session:
             temporary.add(str(name).lower())
         elif view_database == database and view_schema == "main":
             views[str(name).lower()] = int(oid)
-    return Session(str(timezone), str(database), str(schema), views, frozenset(temporary), json.loads(tree))
+    session = Session(
+        str(timezone), str(database), str(schema), views, frozenset(temporary), json.loads(text)
+    )
+    if version is not None:
+        _known[con] = known = _Known(version, session, {})
+        _keep_tree(known, query, text)
+    return session
+
+
+def _keep_tree(known: _Known, query: str, tree: str) -> None:
+    """Keep ``query``'s tree (JSON text), dropping the oldest kept beyond ``_TREES_KEPT``."""
+    if len(tree) > _TREE_KEPT_CHARS:
+        return
+    if len(known.trees) >= _TREES_KEPT:
+        known.trees.pop(next(iter(known.trees)))
+    known.trees[query] = tree
 
 
 def view_oids(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
