@@ -106,11 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     work = args.workdir.resolve()
     tables = work / f"sf{args.scale:g}-{args.files}-{args.large_files}-seed0"
-    specs = [
-        s
-        for s in (LayoutSpec("small", args.files, None), LayoutSpec("large", args.large_files, LARGE_ROW_GROUP))
-        if s.key in args.layouts.split(",")
-    ]
+    every = (LayoutSpec("small", args.files, None), LayoutSpec("large", args.large_files, LARGE_ROW_GROUP))
+    specs = [s for s in every if s.key in args.layouts.split(",")]
     print(machine_line(duckdb, pa, np, memory=True))
     source = generate(args.scale, work / "tpch")["lineitem"]
     write_data(source, tables, specs, 0)

@@ -7,8 +7,10 @@ build runs it on a thread pool, since pyarrow releases the GIL while it reads an
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
+import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +32,8 @@ __all__ = [
     "file_id_of",
     "index_file_bytes_for",
     "index_file_path",
+    "staged_path",
+    "sync_files",
 ]
 
 
@@ -79,9 +83,16 @@ def index_file_bytes_for(table_root: str, task: FileTask) -> tuple[bytes, dict[s
         # A file written before the column existed holds only NULLs in it.
         values = _column(table, column) if top is not None else pa.nulls(task.row_count, data_type)
         keys, rows = kind.pairs(values)
-        blocks[column] = entries_of(keys.cast(kind.key_type(data_type)), rows, task.row_count)
+        blocks[column] = entries_of(_as_key_type(keys, kind.key_type(data_type)), rows, task.row_count)
     info = FileInfo(task.path, task.size, task.mtime_ns, task.row_count)
     return index_file_bytes(task.kind, info, blocks)
+
+
+def _as_key_type(keys: pa.Array, key_type: pa.DataType) -> pa.Array:
+    """``keys`` cast to the stored key type (a dictionary's values only: it stays encoded)."""
+    if pa.types.is_dictionary(keys.type):
+        return pa.DictionaryArray.from_arrays(keys.indices, keys.dictionary.cast(key_type))
+    return keys.cast(key_type)
 
 
 Counts = dict[str, dict[str, Any]]  # per column: entry counts and the keys' bloom filter bytes
@@ -105,27 +116,60 @@ def build_files(
         results = list(compute(table_root, tasks))
         if len(results) != len(tasks):
             raise ValueError(f"compute returned {len(results)} index files for {len(tasks)} base files")
+        index_root.mkdir(parents=True, exist_ok=True)
         for rel, (content, _) in zip(rels, results, strict=True):
-            write_durably(index_root / rel, content)
+            staged_path(index_root, rel).write_bytes(content)
+        sync_files(index_root, [staged_path(index_root, rel) for rel in rels])
         return manifest_rows(tasks, rels, version, [counts for _, counts in results])
 
     def one(job: tuple[FileTask, str]) -> Counts:
         task, rel = job
         content, counts = index_file_bytes_for(table_root, task)
-        write_durably(index_root / rel, content)
+        staged_path(index_root, rel).write_bytes(content)
         return counts
 
+    index_root.mkdir(parents=True, exist_ok=True)
     jobs = list(zip(tasks, rels, strict=True))
     done = _parallel(one, jobs, _workers(workers), _show(progress), "building secondary index")
+    sync_files(index_root, [staged_path(index_root, rel) for rel in rels])
     return manifest_rows(tasks, rels, version, done)
 
 
-def write_durably(path: Path, content: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(content)
-        f.flush()
-        os.fsync(f.fileno())
+def staged_path(staging: Path, rel: str) -> Path:
+    """Where the index file ``rel`` is written before its commit: flat in ``staging`` under its
+    unique name (no folder per base file to make and remove: folders cost more than the files)."""
+    return staging / rel.rsplit("/", 1)[-1]
+
+
+def sync_files(folder: Path, paths: Sequence[Path]) -> None:
+    """Make the written ``paths`` (in ``folder``) durable before a commit names them: one
+    ``syncfs`` of their file system on Linux (about ten times faster than an ``fsync`` per
+    file for a few hundred files), else an ``fsync`` each."""
+    if _syncfs(folder):
+        return
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _syncfs(folder: Path) -> bool:
+    """``syncfs(2)`` of the file system holding ``folder``; False where there is none or it failed."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = os.open(folder, os.O_RDONLY)
+    except (OSError, AttributeError):
+        return False
+    try:
+        return bool(libc.syncfs(fd) == 0)
+    except AttributeError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def manifest_rows(

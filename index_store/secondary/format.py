@@ -29,9 +29,21 @@ from hudi_expr import BloomFilter, Expression, FileStats, In, Reference, might_m
 from index_store.errors import IndexCorruptError
 from index_store.secondary.rowsets import encode_bitmap, is_dense, mask_of
 
-__all__ = ["ROW_GROUP_ENTRIES", "FileInfo", "IndexFile", "entries_of", "index_file_bytes", "open_cached"]
+__all__ = [
+    "FORMAT",
+    "READABLE_FORMATS",
+    "ROW_GROUP_ENTRIES",
+    "FileInfo",
+    "IndexFile",
+    "entries_of",
+    "index_file_bytes",
+    "open_cached",
+]
 
-FORMAT = 1
+# Format 2 writes the key columns delta-encoded (``_key_encoding``); the entries are those of
+# format 1, which is still read. Any other number is refused: the index must be rebuilt.
+FORMAT = 2
+READABLE_FORMATS = (1, 2)
 META_KEY = b"hudi_index.secondary"
 # A row group of an index file holds at most this many entries and (unless one entry has more)
 # row ids: a lookup reads whole row groups of one column, so they are kept small.
@@ -56,23 +68,21 @@ class FileInfo:
 
 
 def entries_of(keys: pa.Array, rows: np.ndarray, row_count: int) -> pa.Table:
-    """The sorted entries (``key``, ``count``, ``rows``, ``bitmap``) of (key, row) pairs."""
+    """The sorted entries (``key``, ``count``, ``rows``, ``bitmap``) of (key, row) pairs; a pair
+    given twice is stored once. ``keys`` may be dictionary-encoded (its values are the keys)."""
     if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks()
-    pairs = pa.table({"key": keys, "row": pa.array(rows, pa.int64())})
-    order = pc.sort_indices(pairs, sort_keys=[("key", "ascending", "at_end"), ("row", "ascending", "at_end")])
-    keys_sorted = keys.take(order)
-    rows_sorted = rows[order.to_numpy()].astype(np.uint32)
-    n = len(keys_sorted)
-    if n == 0:
-        starts = np.zeros(0, dtype=np.int64)
-    else:
-        # A new entry wherever the key differs from the previous one (two nulls are one entry).
-        same = pc.fill_null(pc.equal(keys_sorted[1:], keys_sorted[:-1]), False).to_numpy(zero_copy_only=False)
-        both_null = pc.and_(pc.is_null(keys_sorted[1:]), pc.is_null(keys_sorted[:-1])).to_numpy(
-            zero_copy_only=False
-        )
-        starts = np.concatenate([[0], np.flatnonzero(~(same | both_null)) + 1]).astype(np.int64)
+        keys = keys.combine_chunks() if keys.num_chunks else pa.array([], keys.type)
+    codes, distinct = _ranked_codes(keys)
+    # One int64 per pair, (key rank, row): a numeric sort orders the pairs by key, then row,
+    # without comparing the keys themselves (strings compare slowly), and puts nulls last.
+    span = np.int64(max(row_count, int(rows.max()) + 1 if len(rows) else 0, 1))
+    pairs = np.sort(codes * span + np.asarray(rows, dtype=np.int64))
+    if len(pairs) > 1:
+        pairs = pairs[np.concatenate([[True], pairs[1:] != pairs[:-1]])]
+    codes_sorted = pairs // span
+    rows_sorted = (pairs - codes_sorted * span).astype(np.uint32)
+    n = len(pairs)
+    starts = np.flatnonzero(np.diff(codes_sorted, prepend=-1)).astype(np.int64)
     counts = np.diff(np.append(starts, n)).astype(np.uint32)
     dense = is_dense(counts.astype(np.int64), row_count)
     offsets = np.append(starts, n).astype(np.int32)
@@ -83,14 +93,35 @@ def entries_of(keys: pa.Array, rows: np.ndarray, row_count: int) -> pa.Table:
         for i in np.flatnonzero(dense):
             bitmaps[i] = encode_bitmap(rows_sorted[starts[i] : starts[i] + counts[i]], row_count)
         lists = pc.if_else(pa.array(~dense), lists, pa.nulls(len(starts), lists.type))
+    entry_codes = codes_sorted[starts]
+    entry_keys = distinct.take(pa.array(entry_codes, mask=entry_codes == len(distinct)))
     return pa.table(
         {
-            "key": keys_sorted.take(pa.array(starts)),
+            "key": entry_keys,
             "count": pa.array(counts, pa.uint32()),
             "rows": lists,
             "bitmap": pa.array(bitmaps, pa.binary()),
         }
     )
+
+
+def _ranked_codes(keys: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Per key its rank among the distinct keys (int64; a null ranks after every key), and the
+    distinct keys in ascending order."""
+    if pa.types.is_dictionary(keys.type):
+        # The dictionary may repeat a value or hold unused ones: encode its values again.
+        again = pc.dictionary_encode(keys.dictionary)
+        values = again.dictionary
+        index = again.indices.take(keys.indices)
+    else:
+        encoded = pc.dictionary_encode(keys)
+        values, index = encoded.dictionary, encoded.indices
+    order = pc.sort_indices(values).to_numpy()
+    rank = np.empty(len(order) + 1, dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    rank[len(order)] = len(order)  # null
+    codes = rank[np.asarray(index.fill_null(len(order)).to_numpy(zero_copy_only=False), dtype=np.int64)]
+    return codes, values.take(pa.array(order))
 
 
 def index_file_bytes(
@@ -110,7 +141,11 @@ def index_file_bytes(
         schema,
         compression="zstd",
         use_dictionary=False,
-        column_encoding={"count": "DELTA_BINARY_PACKED", "rows.list.element": "DELTA_BINARY_PACKED"},
+        column_encoding={
+            **{f.name: enc for f in key_fields if (enc := _key_encoding(f.type)) is not None},
+            "count": "DELTA_BINARY_PACKED",
+            "rows.list.element": "DELTA_BINARY_PACKED",
+        },
         write_statistics=[f.name for f in key_fields],
         # A CRC per page: overwritten bytes in a page are an error when read, not other row ids
         # (without it, 16 bytes of 0xff in a page changed a count from the index, silently).
@@ -161,6 +196,22 @@ def index_file_bytes(
     return sink.getvalue(), counts
 
 
+def _key_encoding(key_type: pa.DataType) -> str | None:
+    """The parquet encoding of a sorted key column: deltas of sorted integers (dates, timestamps)
+    and shared prefixes of sorted strings are small (format 2; format 1 stored keys PLAIN)."""
+    t = key_type
+    if pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_time(t):
+        return "DELTA_BINARY_PACKED"
+    if (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    ):
+        return "DELTA_BYTE_ARRAY"
+    return None
+
+
 def _row_group_cuts(counts: np.ndarray) -> list[int]:
     """Entry positions where row groups start (and the end): a new group after ``ROW_GROUP_ENTRIES``
     entries or once ``ROW_GROUP_IDS`` row ids are in the current one. At least one group."""
@@ -194,8 +245,12 @@ class IndexFile:
             if raw is None:
                 raise ValueError("no secondary index metadata in the footer")
             meta: dict[str, Any] = json.loads(raw)
-            if meta.get("format") != FORMAT:
-                raise ValueError(f"unknown format {meta.get('format')!r}")
+            if meta.get("format") not in READABLE_FORMATS:
+                raise ValueError(
+                    f"index file format {meta.get('format')!r}, this version reads formats "
+                    f"{', '.join(map(str, READABLE_FORMATS))}: rebuild the index with "
+                    "build_index(strategy='all')"
+                )
             self.kind = str(meta["type"])
             self.info = FileInfo(
                 str(meta["base_file"]), int(meta["size"]), meta["mtime_ns"], int(meta["row_count"])
