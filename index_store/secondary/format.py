@@ -35,6 +35,7 @@ __all__ = [
     "ROW_GROUP_ENTRIES",
     "FileInfo",
     "IndexFile",
+    "entries_by_file",
     "entries_of",
     "index_file_bytes",
     "open_cached",
@@ -70,34 +71,70 @@ class FileInfo:
 def entries_of(keys: pa.Array, rows: np.ndarray, row_count: int) -> pa.Table:
     """The sorted entries (``key``, ``count``, ``rows``, ``bitmap``) of (key, row) pairs; a pair
     given twice is stored once. ``keys`` may be dictionary-encoded (its values are the keys)."""
+    return entries_by_file(keys, np.zeros(len(rows), dtype=np.int64), rows, [row_count])[0]
+
+
+def entries_by_file(
+    keys: pa.Array | pa.ChunkedArray, files: np.ndarray, rows: np.ndarray, row_counts: Sequence[int]
+) -> list[pa.Table]:
+    """``entries_of`` of several files at once: pair i belongs to file ``files[i]`` (an index
+    into ``row_counts``). One dictionary, one sort of the distinct keys and one integer sort for
+    all the files' pairs: a file's entries are the same as ``entries_of`` its pairs alone."""
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks() if keys.num_chunks else pa.array([], keys.type)
     codes, distinct = _ranked_codes(keys)
-    # One int64 per pair, (key rank, row): a numeric sort orders the pairs by key, then row,
-    # without comparing the keys themselves (strings compare slowly), and puts nulls last.
-    span = np.int64(max(row_count, int(rows.max()) + 1 if len(rows) else 0, 1))
-    pairs = np.sort(codes * span + np.asarray(rows, dtype=np.int64))
+    rows = np.asarray(rows, dtype=np.int64)
+    # One int64 per pair, (file, key rank, row): a numeric sort orders each file's pairs by key,
+    # then row, without comparing the keys themselves (strings compare slowly); nulls rank last.
+    span = max(max(row_counts, default=1), int(rows.max()) + 1 if len(rows) else 0, 1)
+    ranks = len(distinct) + 1
+    if len(row_counts) * ranks * span >= 2**63:
+        raise ValueError("too many files, keys and rows for one batch: index fewer files at once")
+    pairs = np.sort((np.asarray(files, dtype=np.int64) * ranks + codes) * span + rows)
     if len(pairs) > 1:
         pairs = pairs[np.concatenate([[True], pairs[1:] != pairs[:-1]])]
-    codes_sorted = pairs // span
-    rows_sorted = (pairs - codes_sorted * span).astype(np.uint32)
-    n = len(pairs)
-    starts = np.flatnonzero(np.diff(codes_sorted, prepend=-1)).astype(np.int64)
-    counts = np.diff(np.append(starts, n)).astype(np.uint32)
+    file_code = pairs // span
+    rows_sorted = (pairs - file_code * span).astype(np.uint32)
+    starts = np.flatnonzero(np.diff(file_code, prepend=-1)).astype(np.int64)
+    entry_file = file_code[starts] // ranks
+    entry_codes = file_code[starts] - entry_file * ranks
+    entry_keys = distinct.take(pa.array(entry_codes, mask=entry_codes == len(distinct)))
+    counts = np.diff(np.append(starts, len(pairs))).astype(np.uint32)
+    # Per file: its entries [first[f], first[f + 1]) and its pairs from starts[first[f]].
+    first = np.searchsorted(entry_file, np.arange(len(row_counts) + 1))
+    out = []
+    for f, row_count in enumerate(row_counts):
+        a, b = int(first[f]), int(first[f + 1])
+        lo = int(starts[a]) if a < len(starts) else len(pairs)
+        out.append(
+            _entries(
+                entry_keys[a:b],
+                counts[a:b],
+                starts[a:b] - lo,
+                rows_sorted[lo : lo + int(counts[a:b].sum())],
+                row_count,
+            )
+        )
+    return out
+
+
+def _entries(
+    keys: pa.Array, counts: np.ndarray, starts: np.ndarray, rows: np.ndarray, row_count: int
+) -> pa.Table:
+    """One file's entries table from its sorted entries and their rows (``rows[starts[i]:]``)."""
+    n = len(rows)
     dense = is_dense(counts.astype(np.int64), row_count)
     offsets = np.append(starts, n).astype(np.int32)
-    lists = pa.ListArray.from_arrays(pa.array(offsets), pa.array(rows_sorted, pa.uint32()))
+    lists = pa.ListArray.from_arrays(pa.array(offsets), pa.array(rows, pa.uint32()))
     bitmaps: list[bytes | None] = [None] * len(starts)
     if dense.any():
         # Dense entries are few per file (each covers a quarter of its rows or more).
         for i in np.flatnonzero(dense):
-            bitmaps[i] = encode_bitmap(rows_sorted[starts[i] : starts[i] + counts[i]], row_count)
+            bitmaps[i] = encode_bitmap(rows[starts[i] : starts[i] + counts[i]], row_count)
         lists = pc.if_else(pa.array(~dense), lists, pa.nulls(len(starts), lists.type))
-    entry_codes = codes_sorted[starts]
-    entry_keys = distinct.take(pa.array(entry_codes, mask=entry_codes == len(distinct)))
     return pa.table(
         {
-            "key": entry_keys,
+            "key": keys,
             "count": pa.array(counts, pa.uint32()),
             "rows": lists,
             "bitmap": pa.array(bitmaps, pa.binary()),
