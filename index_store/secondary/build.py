@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from hudi_expr.bloom import hash_keys
 from index_store.builder import _column, _open_parquet, _parallel, _show, _workers, top_field
 from index_store.errors import IndexStaleError
 from index_store.partitions.secondary import MANIFEST_SCHEMA
@@ -80,6 +81,7 @@ def index_files_bytes_for(table_root: str, tasks: Sequence[FileTask]) -> list[tu
     (``entries_by_file``), so the per-file fixed costs of encoding and sorting are paid once."""
     tables = [_read_task(table_root, task) for task in tasks]
     blocks: list[dict[str, pa.Table]] = [{} for _ in tasks]
+    key_hashes: list[dict[str, tuple[np.ndarray, np.ndarray]]] = [{} for _ in tasks]
     # Tasks of one index type and column share a key type: one batch of pairs per such group.
     groups: dict[tuple[str, str, pa.DataType], list[int]] = {}
     for i, task in enumerate(tasks):
@@ -103,12 +105,17 @@ def index_files_bytes_for(table_root: str, tasks: Sequence[FileTask]) -> list[tu
         entries = entries_by_file(
             _key_typed(keys, key_type), files, rows - starts[files], [tasks[i].row_count for i in members]
         )
-        for i, block in zip(members, entries, strict=True):
+        # The bloom filters' hashes of every file's keys at once (each file's filter is its own).
+        non_null = [block["key"].drop_null() for block in entries]
+        h1, h2 = hash_keys(pa.chunked_array(non_null, key_type))
+        ends = np.cumsum([len(k) for k in non_null])
+        for i, block, end, n in zip(members, entries, ends, (len(k) for k in non_null), strict=True):
             blocks[i][column] = block
+            key_hashes[i][column] = (h1[end - n : end], h2[end - n : end])
     out = []
-    for task, per_column in zip(tasks, blocks, strict=True):
+    for task, per_column, hashes in zip(tasks, blocks, key_hashes, strict=True):
         info = FileInfo(task.path, task.size, task.mtime_ns, task.row_count)
-        out.append(index_file_bytes(task.kind, info, {c: per_column[c] for c in task.columns}))
+        out.append(index_file_bytes(task.kind, info, {c: per_column[c] for c in task.columns}, hashes))
     return out
 
 

@@ -15,10 +15,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hudi_expr import Expression, col
+from hudi_expr import BloomFilter, Expression, col
 from index_store import IndexCorruptError, open_table
 from index_store.secondary.build import FileTask, index_file_bytes_for, index_files_bytes_for
 from index_store.secondary.format import (
+    BLOOM_FPP,
     FORMAT,
     META_KEY,
     FileInfo,
@@ -52,13 +53,13 @@ def _expected(keys: list[object], rows: np.ndarray, row_count: int, wanted: obje
     return mask
 
 
-CASES = {
+CASES: dict[str, tuple[int, list[int | None] | None]] = {
     # name: (row_count, keys per row position)
     "empty file": (0, []),
     "every key null": (5, [None] * 5),
     "single rows": (6, [10, 11, 12, 13, 14, 15]),
     "max row id": (3_000_000, None),  # two keys at the last rows, the rest null (built below)
-    "dense run": (1_000, [7] * 600 + list(range(400))),
+    "dense run": (1_000, [7 if i < 600 else i - 600 for i in range(1_000)]),
     "one key everywhere": (256, [1] * 256),
 }
 
@@ -156,6 +157,13 @@ def test_batch_build_writes_the_same_bytes_as_one_file_at_a_time(tmp_path: Path)
     batch = index_files_bytes_for(str(root), tasks)
     alone = [index_file_bytes_for(str(root), task) for task in tasks]
     assert [content for content, _ in batch] == [content for content, _ in alone]
+    # The blooms, from keys hashed for the whole batch, are those of each file's keys alone.
+    for task, (content, counts) in zip(tasks, batch, strict=True):
+        (column,) = task.columns
+        keys = pq.read_table(io.BytesIO(content), columns=[column])[column].drop_null()
+        bloom = BloomFilter.for_entries(max(len(keys), 1), BLOOM_FPP)
+        bloom.add_all(keys)
+        assert counts[column]["bloom"] == bloom.to_bytes()
 
 
 def _as_format_1(path: Path) -> None:
