@@ -107,7 +107,7 @@ def index_files_bytes_for(table_root: str, tasks: Sequence[FileTask]) -> list[tu
         )
         # The bloom filters' hashes of every file's keys at once (each file's filter is its own).
         non_null = [block["key"].drop_null() for block in entries]
-        h1, h2 = hash_keys(pa.chunked_array(non_null, key_type))
+        h1, h2 = hash_keys(pa.chunked_array([c for k in non_null for c in k.chunks], key_type))
         ends = np.cumsum([len(k) for k in non_null])
         for i, block, end, n in zip(members, entries, ends, (len(k) for k in non_null), strict=True):
             blocks[i][column] = block

@@ -98,7 +98,7 @@ def entries_by_file(
     starts = np.flatnonzero(np.diff(file_code, prepend=-1)).astype(np.int64)
     entry_file = file_code[starts] // ranks
     entry_codes = file_code[starts] - entry_file * ranks
-    entry_keys = distinct.take(pa.array(entry_codes, mask=entry_codes == len(distinct)))
+    entry_keys = _keys_at(distinct, entry_codes)
     counts = np.diff(np.append(starts, len(pairs))).astype(np.uint32)
     # Per file: its entries [first[f], first[f + 1]) and its pairs from starts[first[f]].
     first = np.searchsorted(entry_file, np.arange(len(row_counts) + 1))
@@ -116,6 +116,15 @@ def entries_by_file(
             )
         )
     return out
+
+
+def _keys_at(distinct: pa.Array, codes: np.ndarray) -> pa.Array:
+    """``distinct[codes]``, null where a code is ``len(distinct)``; without a copy when the codes
+    are every key once in order (one file whose keys are all distinct, the usual batch of one)."""
+    n = len(distinct)
+    if len(codes) in (n, n + 1) and np.array_equal(codes[:n], np.arange(n)):
+        return distinct if len(codes) == n else pa.concat_arrays([distinct, pa.nulls(1, distinct.type)])
+    return distinct.take(pa.array(codes, mask=codes == n))
 
 
 def _entries(
