@@ -46,11 +46,15 @@ say a batch would make more than ``--max-pairs`` of them (UUID keys: keys x file
 
 ``--spark``: the 1,000,000-key batches on Spark ``local[2]``: ``adapters.spark.tag`` (when it can be
 imported) vs a plain Spark join of the batch with every file's keys (``_metadata.file_path``).
+``--spark-scales 0.1,1,3`` runs only the Spark sweep instead: the same ``--spark-keys`` batch
+against lineitem at each scale, files scaled alike (``--files`` per ``--scale``), time and bytes
+read per run and their growth from the smallest size to the largest (``tag_bench_scales.py``).
 
 Run from the repository root (the TPC-H output is cached in the gitignored ``bench_data/``)::
 
     python -m benchmarks.tag_bench [--scale 1] [--files 2000] [--repeat 5] [--repeat-large 2]
                                    [--quick] [--spark] [--keep] [--workdir bench_data/tag_bench]
+    python -m benchmarks.tag_bench --quick --spark-scales 0.1,1,3 [--spark-keys 100000]
 """
 
 from __future__ import annotations
@@ -804,7 +808,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--quick", action="store_true", help="SF0.1, 200 files, 3/1 repeats, 100,000 keys for the large batch"
     )
     parser.add_argument("--spark", action="store_true", help="also the large batches on Spark local[2]")
-    parser.add_argument("--memory", default="4g", help="Spark driver memory (--spark)")
+    parser.add_argument(
+        "--spark-scales",
+        default=None,
+        help="only the Spark sweep: the same batch against lineitem at these scale factors, files "
+        "scaled alike (e.g. 0.1,1,3; benchmarks/tag_bench_scales.py)",
+    )
+    parser.add_argument(
+        "--spark-keys", type=int, default=100_000, help="keys of the --spark-scales batch (default 100,000)"
+    )
+    parser.add_argument("--memory", default="4g", help="Spark driver memory (--spark, --spark-scales)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", type=Path, default=Path("bench_data/tag_bench"))
     parser.add_argument(
@@ -814,6 +827,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     scale = args.scale if args.scale is not None else (0.1 if args.quick else 1.0)
     n_files = args.files if args.files is not None else (200 if args.quick else 2000)
     work = args.workdir.resolve()
+    if args.spark_scales:
+        from benchmarks.tag_bench_scales import run_scales  # imports this module: not at the top
+
+        print(machine_line(duckdb, pa, np, memory=True))
+        print(f"library: {library_version()}")
+        return run_scales(args, work, scale, n_files)
     tables = work / f"sf{scale:g}-{n_files}-seed{args.seed}"
     try:
         return run(args, work, tables, scale, n_files)

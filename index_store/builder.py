@@ -28,6 +28,7 @@ from hudi_expr import BloomFilter, ColumnStats, FileStats, HudiExprError
 from hudi_expr.binding import resolve
 from hudi_expr.footer import stats_from_footers, unify_schemas
 from hudi_expr.stats import leaf_columns
+from index_store.data_files import reading_data_file
 from index_store.errors import RecordKeyError, TableFormatError
 from index_store.hudi_bloom import (
     SIMPLE,
@@ -257,12 +258,8 @@ def _show(progress: bool | None) -> bool:
 
 
 def _open_parquet(path: str) -> pq.ParquetFile:
-    try:
+    with reading_data_file(path, doing="indexing", then="run sync again"):
         return pq.ParquetFile(path)
-    except FileNotFoundError:
-        raise TableFormatError(f"data file {path} disappeared while indexing; run sync again") from None
-    except (pa.ArrowException, OSError) as exc:
-        raise TableFormatError(f"data file {path} is not readable parquet: {exc}") from None
 
 
 def _scan_columns(
@@ -462,10 +459,8 @@ def _file_keys(
             f"record key column {missing[0]!r} is not a column of data file {path} (its columns: "
             f"{present}); name the key columns with record_key=[...]"
         )
-    try:
+    with reading_data_file(path, doing="indexing", then="run sync again"):
         table = pf.read(columns=list(spec.read_columns))
-    except (pa.ArrowException, OSError) as exc:
-        raise TableFormatError(f"data file {path} is not readable parquet: {exc}") from None
     keys = spec.keys_of(table)
     if keys.null_count:
         raise TableFormatError(f"data file {path} has {keys.null_count} rows with a null record key")

@@ -58,6 +58,9 @@ class SecondaryCache:
     blooms: dict[str, dict[str, BloomFilterSet | None]] = field(default_factory=dict)
     # Per (index type, column): the usable manifest's rows of that column (the cost's counts).
     by_column: dict[tuple[str, str], pa.Table] = field(default_factory=dict)
+    # The global term dictionaries (``index_store.secondary.dictionary``), by (index type, column);
+    # None: not read yet.
+    dictionaries: dict[tuple[str, str], Any] | None = None
 
 
 class LoadedVersion:

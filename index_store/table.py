@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_expr import Expression, FileStats, Translation, all_match, explain, might_match
+from hudi_expr import BindError, Expression, FileStats, Translation, all_match, explain, might_match
 from hudi_expr.explain import Explanation
 from hudi_expr.inclusive import prepare
 from hudi_expr.stats import leaf_columns
@@ -27,7 +27,9 @@ from index_store import tables as _tables
 from index_store.builder import ComputeKeys, ComputeStats, compute_file_keys
 from index_store.config import IndexConfig
 from index_store.errors import IndexCorruptError, IndexSourceError, IndexStaleError, RecordKeyError
+from index_store.hudi_source import rows as hudi_rows
 from index_store.hudi_source.prune import prune_listing, table_schema
+from index_store.hudi_source.secondary import usable_indexes
 from index_store.hudi_source.tag import tag_from_record_index
 from index_store.hudi_source.view import (
     HudiIndexStatus,
@@ -49,6 +51,7 @@ from index_store.secondary.build import ComputeIndexFiles
 from index_store.secondary.select import UseRules
 from index_store.slices import PrunedSlice, slices_of
 from index_store.sources import SourcedStats, SourceQuery, sourced_stats
+from index_store.staged import StageBuild
 from index_store.tables.base import DataFile, TableReader
 from index_store.tables.rows import reads_whole_files, require_file_reads
 from index_store.tagging.partitions import PartitionLayout
@@ -716,6 +719,7 @@ class IndexedTable:
         compute_keys: ComputeKeys | None = None,
         record_index_shards: int | None = None,
         compute_index_files: ComputeIndexFiles | None = None,
+        stage: StageBuild | None = None,
     ) -> int:
         """Index every live data file from scratch; returns the index version (``IndexWriter.build``)."""
         return self.writer.build(
@@ -730,6 +734,7 @@ class IndexedTable:
             compute_keys,
             record_index_shards,
             compute_index_files,
+            stage,
         )
 
     def stored_config(self) -> IndexConfig | None:
@@ -770,7 +775,11 @@ class IndexedTable:
         return self.secondary.drop_index(name)
 
     def indexes(self) -> list[IndexStatus]:
-        """Every secondary index definition and how far it is built."""
+        """Every secondary index definition and how far it is built; with Hudi's metadata table
+        alone answering (no index built here, or ``source="hudi"``), Hudi's secondary indexes
+        (``hudi_indexes`` says what each answers)."""
+        if self._hudi_only("record_index"):
+            return hudi_rows.index_list(self.hudi_indexes(), len(_tables.listing(self.reader).files))
         return self.secondary.indexes()
 
     def hudi_indexes(self) -> list[HudiIndexStatus]:
@@ -779,7 +788,10 @@ class IndexedTable:
         with ``source="own"``."""
         if self.hudi is None:
             return []
-        return index_statuses(self.hudi.state(), table_schema(self.reader, _tables.listing(self.reader)))
+        state = self.hudi.state()
+        schema = table_schema(self.reader, _tables.listing(self.reader))
+        usable, _ = usable_indexes(state, schema)
+        return index_statuses(state, schema, {u.partition for u in usable.values()})
 
     def build_index(
         self,
@@ -798,12 +810,46 @@ class IndexedTable:
         rules: UseRules | None = None,
         on_corrupt: Literal["raise", "scan", "keep_all"] = "raise",
     ) -> RowSelection:
-        """The candidate rows of each file for ``expr`` (``SecondaryIndexes.select``)."""
+        """The candidate rows of each file for ``expr`` (``SecondaryIndexes.select``; with Hudi's
+        metadata table alone answering, its secondary indexes: ``hudi_source.rows``)."""
+        if self._hudi_only():
+            require_file_reads(self.reader, "selecting rows with the secondary index (select)")
+            return hudi_rows.selection(self.reader, self._from_hudi_secondary(expr), expr, self.prune)
         return self.secondary.select(expr, rules, on_corrupt)
 
     def row_ids(self, expr: Expression) -> dict[str, pa.Array]:
         """``{file: uint64 row positions}`` that may match ``expr`` (``SecondaryIndexes.row_ids``)."""
+        if self._hudi_only():
+            return self.select(expr).row_ids()
         return self.secondary.row_ids(expr)
+
+    def _hudi_rows(self, expr: Expression, query_type: QueryType) -> hudi_rows.SecondaryRows | None:
+        """What Hudi's secondary indexes select for ``expr`` when they answer the row-level calls:
+        Hudi's metadata table alone answers, or (``auto``, an index of our own built) no secondary
+        index of our own is defined on a column ``expr`` uses, so ours could only prune files."""
+        if self.hudi is None:
+            return None
+        if not self._hudi_only() and set(expr.references()) & self.secondary.indexed_columns():
+            return None
+        return self._from_hudi_secondary(expr, query_type)
+
+    def _from_hudi_secondary(
+        self, expr: Expression, query_type: QueryType = "snapshot"
+    ) -> hudi_rows.SecondaryRows | None:
+        """What Hudi's secondary indexes select for ``expr`` (None: none answers; then pruning
+        and reading the kept slices answer). A read-optimized read of merged slices is not
+        answered: the index holds the merged rows' values, not the base files'."""
+        assert self.hudi is not None
+        if query_type != "snapshot" and needs_merge(self.reader):
+            return None
+        state = self.hudi.require() if self.source == "hudi" else self.hudi.state()
+        if state.mdt is None:
+            return None
+        try:
+            schema = table_schema(self.reader, _tables.listing(self.reader))
+            return hudi_rows.secondary_rows(state, self.reader, expr, schema)
+        except BindError:
+            return None  # the read path binds again and says what is wrong
 
     def read(
         self,
@@ -816,6 +862,8 @@ class IndexedTable:
         rows are its kept file slices merged by hudi-rs (``index_store.merged``); ``query_type=
         "read_optimized"`` reads its base files only (the same rows for other tables)."""
         query_type_of(query_type)
+        if (found := self._hudi_rows(expr, query_type)) is not None:
+            return hudi_rows.read_rows(self.reader, found, expr, columns, query_type)
         if needs_merge(self.reader) or self._hudi_only():  # merged slices (issue 23), or no own index
             return merged_rows.read_rows(self, expr, columns, query_type)
         return self.secondary.read(expr, columns, rules)
@@ -823,6 +871,8 @@ class IndexedTable:
     def count(self, expr: Expression, query_type: QueryType = "snapshot") -> int:
         """Rows where ``expr`` is TRUE (``SecondaryIndexes.count``; merge-on-read: see ``read``)."""
         query_type_of(query_type)
+        if (found := self._hudi_rows(expr, query_type)) is not None:
+            return hudi_rows.count_rows(self.reader, found, expr, query_type)
         if needs_merge(self.reader) or self._hudi_only():  # merge-on-read (issue 23), or no own index
             return merged_rows.count_rows(self, expr, query_type)
         return self.secondary.count(expr)
@@ -831,6 +881,8 @@ class IndexedTable:
         """Is there a row where ``expr`` is TRUE? (``SecondaryIndexes.exists``; merge-on-read: see
         ``read``)."""
         query_type_of(query_type)
+        if (found := self._hudi_rows(expr, query_type)) is not None:
+            return hudi_rows.exists_row(self.reader, found, expr, query_type)
         if needs_merge(self.reader) or self._hudi_only():  # merge-on-read (issue 23), or no own index
             return merged_rows.exists_row(self, expr, query_type)
         return self.secondary.exists(expr)

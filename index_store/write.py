@@ -7,10 +7,12 @@ given the table's reader, index root, timeline and secondary indexes (rebuilt by
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import functools
 import os
+import shutil
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -43,6 +45,7 @@ from index_store.secondary.build import ComputeIndexFiles
 from index_store.secondary.definitions import IndexDefinition
 from index_store.secondary.kinds import UnsupportedColumnError, index_kind
 from index_store.secondary.kinds import kinds as index_kinds
+from index_store.staged import StageBuild, StageRequest, new_staging, publish, write_batch
 from index_store.tables.base import DataFile, TableReader
 from index_store.tables.hudi_files import parse_base, parse_log_file_name
 from index_store.tables.rows import reads_whole_files, require_file_reads
@@ -89,6 +92,7 @@ class IndexWriter:
         compute_keys: ComputeKeys | None = None,
         record_index_shards: int | None = None,
         compute_index_files: ComputeIndexFiles | None = None,
+        stage: StageBuild | None = None,
     ) -> int:
         """Index every live data file from scratch (a checkpoint commit); returns the index version.
 
@@ -112,10 +116,14 @@ class IndexWriter:
         ``compute_stats`` (same arguments and result), e.g. to compute the stats on a cluster;
         ``compute_keys`` replaces ``compute_file_keys`` and ``compute_index_files`` computes the
         secondary index files (``build_index(compute=...)``) the same way; listing and committing
-        stay here, so the index is the same. A folder holding no parquet file and no Hudi table,
-        yet other files, raises ``NotATableError`` and nothing is written.
+        stay here, so the index is the same. ``stage`` instead writes the index files itself
+        (``index_store.staged``: e.g. from Spark executors) into a staging folder the commit
+        links them from; ``compute`` and ``compute_keys`` are then unused. A folder holding no
+        parquet file and no Hudi table, yet other files, raises ``NotATableError`` and nothing is
+        written.
         """
-        if compute is not None or compute_keys is not None or compute_index_files is not None:
+        hooks = (compute, compute_keys, compute_index_files, stage)
+        if any(hook is not None for hook in hooks):
             # Those read each data file as parquet (executors): log files need their own reader.
             require_file_reads(self.reader, "a build with compute functions (a distributed build)")
         files = _tables.list_files(self.reader, stat=True)
@@ -126,6 +134,27 @@ class IndexWriter:
             if record_index_shards < 1 or record_index_shards & (record_index_shards - 1):
                 raise ValueError(f"record_index_shards must be a power of two, not {record_index_shards}")
             config = dataclasses.replace(config, record_index_shards=record_index_shards)
+        if stage is not None:
+            version = self._build_staged(files, config, spec, stage, rebuild)
+        else:
+            version = self._build_here(files, config, spec, progress, compute, compute_keys, rebuild)
+        if config.secondary_indexes and files:
+            indexed = self._secondary.build_index(None, "all", progress, compute=compute_index_files)
+            version = indexed if indexed is not None else version
+        return version
+
+    def _build_here(
+        self,
+        files: Sequence[DataFile],
+        config: IndexConfig,
+        spec: RecordKeySpec | None,
+        progress: bool | None,
+        compute: ComputeStats | None,
+        compute_keys: ComputeKeys | None,
+        rebuild: bool,
+    ) -> int:
+        """A build whose stats and keys come back here (computed locally or by the hooks) and are
+        written by the commit."""
         make_stats = compute or functools.partial(
             compute_stats, log_records_whole=self.reader.log_records_whole
         )
@@ -168,22 +197,68 @@ class IndexWriter:
                 record_keys=file_keys,
                 config=config,
             )
-            return Commit(
-                version=snap.version + 1,
-                operation=Operation.BUILD,
-                added=added,
-                schema=built.stats.schema,
-                checkpoint=True,
-                next_file_idx=len(files),
-                table_instant=self.reader.latest_instant(),
-                config=config,
-            )
+            return self._build_commit(snap.version + 1, added, built.stats.schema, len(files), config)
 
-        version = commit(self.timeline, prepare_commit, state=self._next_version_only)
-        if config.secondary_indexes and files:
-            indexed = self._secondary.build_index(None, "all", progress, compute=compute_index_files)
-            version = indexed if indexed is not None else version
-        return version
+        return commit(self.timeline, prepare_commit, state=self._next_version_only)
+
+    def _build_staged(
+        self,
+        files: Sequence[DataFile],
+        config: IndexConfig,
+        spec: RecordKeySpec | None,
+        stage: StageBuild,
+        rebuild: bool,
+    ) -> int:
+        """A build whose index files ``stage`` writes into a staging folder of the index; one
+        commit links them in. The files carry the version they were staged for (the ``files``
+        partition records it): a commit landing meanwhile is a ``CommitConflictError``."""
+        # A rebuild starts a new index folder: its first version.
+        version = 1 if rebuild else self._next_version_only().version + 1
+        staging = new_staging(self.index_root)
+        fresh = not self.index_root.exists()  # a failed first build leaves no index folder
+        try:
+            with writable(self.index_root):
+                staging.mkdir(parents=True)
+            staged = stage(
+                StageRequest(self.root, files, self.reader.partition_schema(), config, spec, staging, version)
+            )
+            if files:
+                _check_definitions(config.secondary_indexes, staged.schema, self.root)
+            if rebuild:
+                aside = self._move_aside()
+                if aside is not None:  # the staging folder moved with the index: bring it back
+                    staging.parent.mkdir(parents=True)
+                    (aside / staging.relative_to(self.index_root)).rename(staging)
+
+            def prepare_commit(snap: Snapshot) -> Commit:
+                if snap.version + 1 != version:
+                    raise CommitConflictError(
+                        f"another index commit (version {snap.version}) landed while the build was "
+                        f"staged for version {version}: run the build again"
+                    )
+                added = publish(staging, self.index_root, staged.added)
+                return self._build_commit(version, added, staged.schema, len(files), config)
+
+            return commit(self.timeline, prepare_commit, state=self._next_version_only)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+            for folder in [staging.parent, *([self.index_root] if fresh else [])]:
+                with contextlib.suppress(OSError):  # not empty: in use
+                    folder.rmdir()
+
+    def _build_commit(
+        self, version: int, added: dict[str, list[str]], schema: pa.Schema, n_files: int, config: IndexConfig
+    ) -> Commit:
+        return Commit(
+            version=version,
+            operation=Operation.BUILD,
+            added=added,
+            schema=schema,
+            checkpoint=True,
+            next_file_idx=n_files,
+            table_instant=self.reader.latest_instant(),
+            config=config,
+        )
 
     def stored_config(self, stacklevel: int = 3) -> IndexConfig | None:
         """The configuration the index was last built or changed with: that of its newest readable
@@ -486,12 +561,7 @@ class IndexWriter:
             record_keys,
             config,
         )
-        added = {}
-        for partition in REGISTRY:
-            rel = partition.write(self.index_root, batch)
-            if rel is not None:
-                added[partition.name] = [rel]
-        return added
+        return write_batch(self.index_root, batch)
 
     def _config(
         self,

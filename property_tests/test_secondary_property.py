@@ -15,7 +15,11 @@ IS [NOT] NULL, nested AND/OR/NOT, leaves on ``u`` too) are checked against DuckD
 - ``read`` returns DuckDB's rows (as a multiset), with the index forced on or by the default
   (cost-based) rules, read by the DuckDB reader the adapter registers; ``count`` is DuckDB's count
   and ``exists`` is ``count > 0``;
-- the upper bound on selected rows the cost-based choice uses is never below the true count.
+- the upper bound on selected rows the cost-based choice uses is never below the true count, and
+  equals it for a single leaf on an indexed column once every file is indexed (the global term
+  dictionary's counts are exact);
+- the global term dictionary's entries of the live files are DuckDB's ``GROUP BY`` (key, file)
+  counts over the data whenever every file is indexed (after builds, updates, compactions).
 
 Between checks the table changes: a file replaced by another (``update(added, removed)``), one
 rewritten in place (then ``sync``), one added, ``build_index`` (incremental), ``compact``,
@@ -50,11 +54,13 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from adapters.duckdb import register_macros
-from hudi_expr import Expression, col
+from hudi_expr import Expression, Predicate, col
 from hudi_expr.terms import normalize_term
 from index_store import open_table
+from index_store.partitions.secondary_dict import DICTIONARY
 from index_store.secondary import UseRules, rowsets
 from index_store.secondary import format as fmt
+from index_store.secondary.dictionary import load_dictionaries
 
 ROW_GROUP_ENTRIES = fmt.ROW_GROUP_ENTRIES
 MIN_DENSE = rowsets._MIN_DENSE
@@ -179,6 +185,8 @@ class Tally:
     predicates: int = 0  # value index: predicates checked (row_ids, read twice, count, exists)
     exact_checked: int = 0  # (predicate, file) pairs where row_ids had to be exact
     term_predicates: int = 0
+    exact_estimates: int = 0  # single indexed leaves whose estimate had to equal the count
+    dictionaries: int = 0  # times the dictionary was compared with DuckDB's group-by
 
 
 TALLY = Tally()
@@ -224,7 +232,36 @@ def _check(con: duckdb.DuckDBPyConnection, table: Any, model: Model, expr: Expre
     choice = reader.select(expr, FORCE).use.choice
     if choice is not None:
         assert choice.selected_upper >= len(matches), (str(expr), choice.selected_upper, len(matches))
+        single = isinstance(expr, Predicate) and expr.term.name in INDEXED
+        if single and model.indexed == set(model.files):
+            assert choice.selected_upper == len(matches), (str(expr), choice.selected_upper, len(matches))
+            TALLY.exact_estimates += 1
     TALLY.predicates += 1
+
+
+def _check_dictionary(con: duckdb.DuckDBPyConnection, table: Any, model: Model) -> None:
+    """The dictionary's entries of the live files equal DuckDB's counts per (key, file)."""
+    if model.indexed != set(model.files):
+        return
+    reader = open_table(model.root)
+    loaded = reader.secondary._load()
+    path_of = dict(zip(loaded.files["file_idx"].to_pylist(), loaded.files["path"].to_pylist(), strict=True))
+    listing = ", ".join(f"'{model.path(n)}'" for n in sorted(model.files))
+    dictionaries = load_dictionaries(reader.index_root, reader.snapshot().live.get(DICTIONARY, ()))
+    assert {c for _, c in dictionaries} == set(INDEXED), sorted(dictionaries)
+    for (_, column), d in dictionaries.items():
+        entries = pq.read_table(d.path)
+        got = {
+            (k, path_of[f], r)
+            for k, f, r in zip(*(entries[c].to_pylist() for c in ("key", "file_idx", "rows")), strict=True)
+            if f in path_of
+        }
+        truth = con.execute(
+            f"SELECT {column}, parse_filename(filename), count(*) FROM read_parquet([{listing}], "
+            "filename = true) GROUP BY ALL"
+        ).fetchall()
+        assert got == set(truth), (column, sorted(got ^ set(truth), key=str)[:10])
+    TALLY.dictionaries += 1
 
 
 def _step(step: str, table: Any, model: Model, files: list[Any], k: int) -> None:
@@ -309,17 +346,20 @@ def test_value_index_rows(
         model.indexed = set(model.files)
         status = {s.name: s for s in table.indexes()}
         assert all(s.complete and s.live_files == len(files) for s in status.values()), status
+        _check_dictionary(con, table, model)
         for expr in predicates:
             _check(con, table, model, expr, fresh)
         for k, step in enumerate(steps):
             note(f"step {k}: {step}")
             _step(step, table, model, files, k)
+            _check_dictionary(con, table, model)
             for expr in predicates[k % 2 :: 2]:  # half of the predicates after each step
                 _check(con, table, model, expr, fresh)
         # Last: everything synced and built, every predicate exact again where all leaves are indexed.
         table.sync(progress=False)
         table.build_index(progress=False)
         model.indexed = set(model.files)
+        _check_dictionary(con, table, model)
         for expr in predicates:
             _check(con, table, model, expr, not fresh)
     finally:

@@ -321,7 +321,11 @@ class Planner:
                 note = f"the index is unreadable, every file is read: {result.index_error}"
             warnings.warn(f"{registration.name}: {note}", IndexUnusedWarning, stacklevel=6)
         selection, index = None, ""
-        if used:
+        exact = translated.exact and not not_used and bool(used) and not gave
+        counted = _dictionary_count(registration, predicate, rules) if exact else None
+        if counted is not None:
+            index = "count(*) answered by the secondary index's dictionary (one lookup)"
+        elif used:
             selection, index = select_rows(registration, predicate, rules)
             if selection is not None and selection.corrupt:
                 # As for unreadable statistics: the answer is right, but the user hears why rows
@@ -343,8 +347,7 @@ class Planner:
             index,
             selection=selection,
         )
-        exact = translated.exact and not not_used and bool(used) and not gave
-        return Pruned(table, exact, tuple(parts) if result.index_used else (), bool(gave))
+        return Pruned(table, exact, tuple(parts) if result.index_used else (), bool(gave), counted)
 
 
 def _operands(shape: Any) -> list[dict[str, Any]]:
@@ -378,6 +381,7 @@ class Pruned:
     exact: bool
     parts: tuple[Expression, ...] = ()  # the bound conjuncts (translated and derived) that pruned
     dynamic: bool = False  # whether join keys (``adapters.duckdb.dynamic``) were among them
+    counted: int | None = None  # the rows matching, from the secondary index's dictionary alone
 
     def exact_rows(self) -> RowSelection | None:
         """The selection, when it is exactly the rows of the reference the query keeps."""
@@ -400,6 +404,11 @@ class Pruned:
     def count(self) -> tuple[TablePlan, int] | None:
         """The plan answering ``count(*)`` from the index alone (as ``IndexedTable.count`` does), or
         None when a file's rows are not known exactly."""
+        if self.exact and self.counted is not None:
+            n = self.counted
+            rows = "1 row matches" if n == 1 else f"{n:,} rows match"
+            answer = f"count(*) answered by the secondary index alone (its dictionary): {rows}, no file read"
+            return dataclasses.replace(self.table, kept=0, answer=answer, reads=Reads((), 0, 0, 0, n)), n
         selection = self.exact_rows()
         if selection is None:
             return None
@@ -452,6 +461,19 @@ def select_rows(
     except IndexStoreError as exc:
         return None, f"secondary index not used: {exc}"
     return selection, selection.use.explain()
+
+
+def _dictionary_count(
+    registration: Registration, predicate: Expression, rules: UseRules | None
+) -> int | None:
+    """The rows matching ``predicate`` from the secondary index's global term dictionary when a
+    ``count(*)`` asks (``SecondaryIndexes.dictionary_count``: one exactly indexed leaf), else None."""
+    if rules is None or rules.purpose != "count" or registration.merged is not None:
+        return None
+    try:
+        return registration.table.secondary.dictionary_count(predicate)
+    except IndexStoreError:
+        return None  # the ordinary path says why
 
 
 def _by(selection: RowSelection) -> str:

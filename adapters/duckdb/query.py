@@ -103,7 +103,7 @@ from index_store import (
     IndexStoreError,
     UseRules,
 )
-from index_store.secondary.cost import Purpose
+from index_store.secondary.cost import Choice, Purpose
 from index_store.secondary.statements import CreateIndex, StatementError, parse_statement
 
 __all__ = [
@@ -465,7 +465,23 @@ def _direct(table: TablePlan, registration: Registration, pruned: Pruned) -> Tab
             hive and prune(registration.table, And(*hive)).kept == result.kept
         ):
             why = "only hive partition filters pruned, and DuckDB prunes hive partitions itself"
+    if not why and (choice := _scan_chosen(table)) is not None:
+        why = (
+            f"a plain scan is estimated cheaper than the {result.kept} kept files named one by one "
+            f"({choice.scan_ms:,.1f} vs {choice.pruning_ms:,.1f} ms)"
+        )
     return dataclasses.replace(table, direct=why, glob=uniform_glob(registration) or "") if why else table
+
+
+def _scan_chosen(table: TablePlan) -> Choice | None:
+    """The secondary index's cost choice, when it found a plain scan of every file cheaper than
+    both the index and reading the files pruning kept (a list of files costs DuckDB more than a
+    glob: ``Costs.list_file``)."""
+    selection = table.selection
+    if selection is None or selection.use.used:
+        return None
+    choice = selection.use.choice
+    return choice if choice is not None and choice.path == "scan" else None
 
 
 def _projected(table: TablePlan, registration: Registration, used: tuple[str, ...] | None) -> TablePlan:

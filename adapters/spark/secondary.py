@@ -1,9 +1,13 @@
 """Secondary indexes (RFC-51) on Spark: index files built by executors, and file skipping for reads.
 
 ``build_secondary_index`` runs ``IndexedTable.build_index`` with its per-file computation swapped
-for a Spark job of one task per base file: each task runs ``index_file_bytes_for`` (a pure function
-of the base file and the definition) and sends the file's bytes back; the driver writes them and
-commits exactly as a local build does, so the index files are the same bytes.
+for a Spark job of one task per base file: each task runs ``write_index_file_for`` (the file's
+bytes, a pure function of the base file and the definition) and writes the file itself into the
+build's staging folder inside the index, at the path the driver chose; only the file's counts come
+back. The driver commits exactly as a local build does (linking the staged files under the
+commit's instant), so the index files are the same bytes, and their size is no concern of
+``spark.driver.maxResultSize``. A retried or speculative task rewrites the same bytes at the
+same path, all at once.
 
 ``skip_files`` is the read side: after file pruning by statistics, the index's row selection drops
 the files it proves hold no matching row. Spark still reads the remaining files and applies the
@@ -15,6 +19,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
 from typing import Literal
 
 from pyspark.sql import SparkSession
@@ -25,7 +31,7 @@ from index_store import IndexedTable, open_table
 from index_store.errors import IndexCorruptError, IndexStaleError, TableFormatError
 from index_store.secondary import IndexUse, UseRules
 from index_store.secondary.api import RowSelection
-from index_store.secondary.build import Counts, FileTask, index_file_bytes_for
+from index_store.secondary.build import Counts, FileTask, write_index_file_for
 from index_store.tables.rows import require_file_reads
 
 __all__ = [
@@ -51,10 +57,10 @@ def build_secondary_index(
     """``IndexedTable.build_index`` with the index files computed on Spark executors (one task per
     base file); returns the commit's version, None when there was nothing to build.
 
-    Executors read the base files at the driver's paths (a shared file system). Every file's bytes
-    come back to the driver before any is written, so ``spark.driver.maxResultSize`` must hold
-    them all; a data error (an unreadable file, a file changed while indexing) is raised on the
-    driver as the local build raises it, and nothing is committed.
+    Executors read the base files at the driver's paths and write the index files into the
+    index's staging folder (a shared file system); only each file's entry counts come back to the
+    driver. A data error (an unreadable file, a file changed while indexing) is raised on the
+    driver as the local build raises it, and nothing is committed (the staging folder is removed).
     """
     if strategy not in ("incremental", "all"):
         raise ValueError(f"strategy must be 'incremental' or 'all', not {strategy!r}")
@@ -64,29 +70,30 @@ def build_secondary_index(
         name,
         "all" if strategy == "all" else "incremental",
         progress=progress,
-        compute=lambda root, tasks: compute_index_files_on_spark(spark, root, tasks),
+        compute=partial(compute_index_files_on_spark, spark),
     )
 
 
 def compute_index_files_on_spark(
-    spark: SparkSession, root: str, tasks: Sequence[FileTask]
-) -> list[tuple[bytes, Counts]]:
-    """``index_file_bytes_for(root, task)`` of every task, in order, one Spark task each (the
-    ``compute`` hook of ``IndexedTable.build_index``)."""
+    spark: SparkSession, root: str, staging: Path, tasks: Sequence[FileTask], rels: Sequence[str]
+) -> list[Counts]:
+    """``write_index_file_for(root, staging, task, rel)`` of every task, one Spark task each, the
+    files written by the executors; their counts in order (the ``compute`` hook of
+    ``IndexedTable.build_index``)."""
     if not tasks:
         return []
     results = run_job(
         spark,
-        _IndexFileTask(root),
-        list(tasks),
+        _IndexFileTask(root, str(staging)),
+        list(zip(tasks, rels, strict=True)),
         f"hudi-index build_index: secondary index files of {len(tasks)} base files",
     )
     out = []
     for r in results:
         if r.error is not None:
             raise r.error.exception()
-        assert r.content is not None and r.counts is not None
-        out.append((r.content, r.counts))
+        assert r.counts is not None
+        out.append(r.counts)
     return out
 
 
@@ -110,29 +117,32 @@ class _Error:
 
 @dataclass(frozen=True)
 class _FileResult:
-    content: bytes | None = None
     counts: Counts | None = None
     error: _Error | None = None
 
 
 @dataclass(frozen=True)
 class _IndexFileTask:
-    """The function of ``mapPartitions``: the index file of each ``(position, task)`` it is given."""
+    """The function of ``mapPartitions``: writes the index file of each ``(position, (task, rel))``
+    it is given under the staging folder."""
 
     root: str
+    staging: str
 
-    def __call__(self, tasks: Iterable[tuple[int, FileTask]]) -> Iterator[tuple[int, _FileResult]]:
-        for index, task in tasks:
-            yield index, self.compute(task)
+    def __call__(
+        self, tasks: Iterable[tuple[int, tuple[FileTask, str]]]
+    ) -> Iterator[tuple[int, _FileResult]]:
+        for index, (task, rel) in tasks:
+            yield index, self.compute(task, rel)
 
-    def compute(self, task: FileTask) -> _FileResult:
+    def compute(self, task: FileTask, rel: str) -> _FileResult:
         try:
-            content, counts = index_file_bytes_for(self.root, task)
+            counts = write_index_file_for(self.root, Path(self.staging), task, rel)
         except IndexStaleError as exc:
             return _FileResult(error=_Error("stale", str(exc), exc.table, exc.reason))
         except TableFormatError as exc:
             return _FileResult(error=_Error("format", str(exc)))
-        return _FileResult(content, counts)
+        return _FileResult(counts)
 
 
 # ------------------------------------------------------------------------------------- reading

@@ -35,7 +35,7 @@ from index_store.hfile.index import (
 from index_store.hfile.protobuf import ProtobufError, message_fields, read_varint
 from index_store.hfile.trailer import Trailer, read_trailer
 
-__all__ = ["KEY", "SCHEMA", "VALUE", "HFileReader"]
+__all__ = ["KEY", "SCHEMA", "VALUE", "HFileReader", "starts_with_any"]
 
 KEY, VALUE = "key", "value"
 SCHEMA = pa.schema([pa.field(KEY, pa.binary(), nullable=False), pa.field(VALUE, pa.binary(), nullable=False)])
@@ -213,6 +213,32 @@ class HFileReader:
             tables.append(table.filter(keep))
         return pa.concat_tables(tables) if tables else SCHEMA.empty_table()
 
+    def scan_prefixes(self, prefixes: Iterable[bytes]) -> pa.Table:
+        """The cells whose key starts with any of ``prefixes``, in key order; each data block whose
+        key range overlaps a prefix's is read once (Hudi's ``getRecordsByKeyPrefixes``)."""
+        wanted = sorted(set(prefixes))
+        if not wanted:
+            return SCHEMA.empty_table()
+        if b"" in wanted:
+            return self.scan()
+        leaves = self._leaf_entries()
+        if not len(leaves.offsets):
+            return SCHEMA.empty_table()
+        uppers = [_successor(p) for p in wanted]
+        located = locate(leaves.keys, pa.array(wanted + [u or b"" for u in uppers], pa.binary()))
+        first, last = located[: len(wanted)], located[len(wanted) :]
+        last = np.where([u is None for u in uppers], len(leaves) - 1, last)
+        # The blocks of every prefix's range [first, last], each once.
+        marks = np.zeros(len(leaves) + 1, np.int64)
+        np.add.at(marks, np.maximum(first, 0), 1)
+        np.add.at(marks, last + 1, -1)
+        blocks = np.flatnonzero(np.cumsum(marks)[:-1] > 0)
+        tables = [self._table(self._cells(int(leaves.offsets[b]))) for b in blocks]
+        if not tables:
+            return SCHEMA.empty_table()
+        table = pa.concat_tables(tables).combine_chunks()
+        return table.filter(starts_with_any(table[KEY], wanted))
+
     def close(self) -> None:
         """Unmap the file (a reader of bytes holds nothing to release)."""
         if self._mmap is not None:
@@ -327,6 +353,21 @@ class HFileReader:
         at = pc.index_in(keys, value_set=cells.keys)
         hits = at.drop_null()
         return pa.Table.from_arrays([keys.filter(pc.is_valid(at)), cells.values.take(hits)], schema=SCHEMA)
+
+
+def starts_with_any(keys: pa.Array | pa.ChunkedArray, prefixes: Iterable[bytes]) -> pa.BooleanArray:
+    """Per key, whether it starts with one of ``prefixes`` (one set lookup per prefix length)."""
+    keys = keys.cast(pa.binary())
+    by_length: dict[int, list[bytes]] = {}
+    for p in prefixes:
+        by_length.setdefault(len(p), []).append(p)
+    if 0 in by_length:
+        return pa.array(np.ones(len(keys), dtype=bool))
+    hit = pa.array(np.zeros(len(keys), dtype=bool))
+    for length, group in by_length.items():
+        heads = pc.binary_slice(keys, 0, length)
+        hit = pc.or_(hit, pc.is_in(heads, value_set=pa.array(group, pa.binary())))
+    return hit
 
 
 def _successor(prefix: bytes) -> bytes | None:

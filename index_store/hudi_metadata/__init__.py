@@ -4,9 +4,11 @@
   ``partition_stats``, ``bloom_filters``, ``record_index``, ``secondary_index``, ``in_step_with``,
   ``index_definitions``); its errors (``MetadataTableError`` and subclasses);
 - ``layout``: the metadata table's timeline, file slices and valid instants; ``source``: the
-  cells of a slice (``index_store.hfile``); ``records``: Avro decoding; ``kinds`` / ``values``:
+  cells of a slice (``index_store.hfile``); ``records``: Avro decoding (``avro_columns``: column by
+  column for fixed-field records); ``index_ids``: the hashed key parts; ``kinds`` / ``values``:
   bounds to exact Arrow types; ``merge``: Hudi's per-key merges; ``keys``: file ids, instants and
-  secondary keys; ``partitions``: the Arrow tables.
+  secondary keys; ``routing``: a record index key's file group (Hudi's key hash); ``partitions``:
+  the Arrow tables.
 """
 
 from __future__ import annotations

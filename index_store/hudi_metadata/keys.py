@@ -51,8 +51,14 @@ def file_ids(raw: pa.Table) -> pa.Array:
     high = raw["file_id_high_bits"].combine_chunks().fill_null(0).to_numpy()
     low = raw["file_id_low_bits"].combine_chunks().fill_null(0).to_numpy()
     index = raw["file_index"].combine_chunks()
-    suffixed = pc.binary_join_element_wise(_uuids(high, low), index.cast(pa.string()), "-")
-    from_uuid = pc.if_else(pc.fill_null(pc.equal(index, -1), True), _uuids(high, low), suffixed)
+    # Formatted once per distinct file group (a few), then spread over the rows.
+    both = np.ascontiguousarray(np.stack([high, low], axis=1).astype(np.int64))
+    packed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(16), n, [None, pa.py_buffer(both)])
+    distinct = pc.unique(packed)
+    pairs = np.frombuffer(distinct.buffers()[1], np.int64, count=2 * len(distinct)).reshape(-1, 2)
+    uuids = _uuids(pairs[:, 0], pairs[:, 1]).take(pc.index_in(packed, value_set=distinct))
+    suffixed = pc.binary_join_element_wise(uuids, index.cast(pa.string()), "-")
+    from_uuid = pc.if_else(pc.fill_null(pc.equal(index, -1), True), uuids, suffixed)
     encoding = raw["file_id_encoding"].combine_chunks().fill_null(0)
     unknown = pc.any(pc.invert(pc.is_in(encoding, pa.array([0, 1], pa.int32())))).as_py()
     if unknown:
@@ -76,12 +82,14 @@ def instants_of(millis: pa.Array, known: Collection[str], timezone: str = "LOCAL
     table's timeline). None fits (instants archived since, a zone change): ``MetadataTableError``."""
     millis = millis.cast(pa.int64())
     distinct = pc.unique(millis.drop_null())
+    at = pc.index_in(millis, value_set=distinct)  # each value formatted once, then spread
     if timezone.strip().upper() == "UTC" or not len(distinct):
-        return _formatted(millis, 0)
+        return _formatted(distinct, 0).take(at)
     wanted = pa.array(sorted(known), pa.string())
     for quarter in [0] + [q for k in range(1, 57) for q in (-k, k)]:
-        if pc.all(pc.is_in(_formatted(distinct, quarter * 15), wanted)).as_py():
-            return _formatted(millis, quarter * 15)
+        formatted = _formatted(distinct, quarter * 15)
+        if pc.all(pc.is_in(formatted, wanted)).as_py():
+            return formatted.take(at)
     raise MetadataTableError(
         "record_index instant times match no instant of the data table's timeline in any time zone: "
         "set hoodie.table.timeline.timezone, or read the record index without instants"

@@ -20,14 +20,15 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 import fastavro
+import numpy as np
 import pyarrow as pa
 
 from index_store.errors import MetadataTableError
+from index_store.hudi_metadata.avro_columns import Unsupported, decode_columns
 from index_store.hudi_metadata.kinds import decimal_type, kind_of
 
 __all__ = [
@@ -132,15 +133,50 @@ _RAW_SCHEMAS = {
 }
 
 
-@dataclass(frozen=True)
 class Cells:
     """Cells of one HFile (a base file or a log data block), in file order, and the Avro writer
-    schema of their values; or the keys of a delete block (``values`` None)."""
+    schema of their values; or the keys of a delete block (``values`` None). Keys and values may
+    be given as Arrow arrays (as an HFile is read): Python lists are made only when asked for."""
 
-    keys: Sequence[str]
-    values: Sequence[bytes] | None
-    schema: dict[str, Any] | str | None
-    where: str  # the file (and block) they come from, for messages
+    __slots__ = ("_keys", "_values", "schema", "where")
+
+    def __init__(
+        self,
+        keys: Sequence[str] | pa.Array,
+        values: Sequence[bytes] | pa.Array | None,
+        schema: dict[str, Any] | str | None,
+        where: str,
+    ) -> None:
+        self._keys = keys
+        self._values = values
+        self.schema = schema
+        self.where = where  # the file (and block) they come from, for messages
+
+    @property
+    def keys(self) -> Sequence[str]:
+        if isinstance(self._keys, pa.Array):
+            self._keys = self._keys.cast(pa.string()).to_pylist()
+        return self._keys
+
+    @property
+    def values(self) -> Sequence[bytes] | None:
+        if isinstance(self._values, pa.Array):
+            self._values = self._values.to_pylist()
+        return self._values
+
+    @property
+    def key_array(self) -> pa.StringArray:
+        """The keys as an Arrow string array."""
+        keys = self._keys
+        return keys.cast(pa.string()) if isinstance(keys, pa.Array) else pa.array(keys, pa.string())
+
+    @property
+    def value_array(self) -> pa.BinaryArray | None:
+        """The values as an Arrow binary array (None: a delete block's keys)."""
+        values = self._values
+        if values is None:
+            return None
+        return values.cast(pa.binary()) if isinstance(values, pa.Array) else pa.array(values, pa.binary())
 
 
 def _schema_dict(schema: dict[str, Any] | str | None, where: str) -> dict[str, Any]:
@@ -331,10 +367,87 @@ _ROWS = {
 }
 
 
+# Kinds whose payload has only fixed fields: decoded column by column (``avro_columns``). Per raw
+# column, the payload field it comes from (the first name the writer schema has), and a default.
+_COLUMNAR: dict[str, tuple[str, dict[str, tuple[tuple[str, ...], Any]]]] = {
+    "record_index": (
+        "recordIndexMetadata",
+        {
+            "partition": (("partitionName", "partition"), None),
+            "file_id_high_bits": (("fileIdHighBits",), None),
+            "file_id_low_bits": (("fileIdLowBits",), None),
+            "file_index": (("fileIndex",), None),
+            "file_id_string": (("fileId",), None),
+            "instant_time": (("instantTime",), None),
+            "file_id_encoding": (("fileIdEncoding",), 0),
+            "position": (("position",), None),
+        },
+    ),
+    "secondary_index": ("SecondaryIndexMetadata", {"is_deleted": (("isDeleted",), False)}),
+}
+
+
+def _columnar_cells(kind: str, cells: Cells, first_seq: int) -> pa.Table | None:
+    """The raw rows of one HFile's cells decoded column by column; None when they need the
+    record-by-record decode (a type the columnar decoder does not read, a record without the
+    payload, bytes that do not line up: that path names the problem)."""
+    raw_schema = _RAW_SCHEMAS[kind]
+    keys = cells.key_array
+    n = len(keys)
+    base = {
+        "key": keys,
+        "seq": pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64)),
+        "removed": pa.array(np.full(n, cells.value_array is None)),
+    }
+    values = cells.value_array
+    if values is None or not n:
+        columns = {f.name: pa.nulls(n, f.type) for f in raw_schema if f.name not in base}
+        return pa.table({**base, **columns}, schema=raw_schema)
+    try:
+        decoded, data = decode_columns(_schema_dict(cells.schema, cells.where), values)
+    except Unsupported:
+        return None
+    payload, fields = _COLUMNAR[kind]
+    reached = [c.valid for path, c in decoded.items() if path[:1] == (payload,)]
+    if not reached or not np.logical_or.reduce(reached).all():
+        return None  # a record without the payload: the record-by-record path says which
+    out = dict(base)
+    for name, (sources, default) in fields.items():
+        target = raw_schema.field(name).type
+        column = next((decoded[(payload, s)] for s in sources if (payload, s) in decoded), None)
+        if column is None:
+            out[name] = pa.array([default] * n, target)
+            continue
+        array = column.to_arrow(data, target)
+        out[name] = array if default is None else array.fill_null(pa.scalar(default, target))
+    return pa.table(out, schema=raw_schema)
+
+
+def _columnar_table(kind: str, sources: Sequence[Cells]) -> pa.Table | None:
+    tables, seq = [], 0
+    for cells in sources:
+        table = _columnar_cells(kind, cells, seq)
+        if table is None:
+            return None
+        tables.append(table)
+        seq += table.num_rows
+    return pa.concat_tables(tables) if tables else _RAW_SCHEMAS[kind].empty_table()
+
+
 def raw_table(kind: str, sources: Sequence[Cells]) -> pa.Table:
     """The records of ``sources`` (in merge order: base file, then log blocks as written) as one
     table of ``kind``'s raw schema: ``seq`` is each record's place in that order, ``removed``
     marks a delete block's key (every earlier record of it is gone)."""
+    if kind in _COLUMNAR:
+        table = _columnar_table(kind, sources)
+        if table is not None:
+            return table
+    return record_table(kind, sources)
+
+
+def record_table(kind: str, sources: Sequence[Cells]) -> pa.Table:
+    """``raw_table`` record by record (fastavro, one dict per record): every kind, and the
+    errors that name the cell that does not decode."""
     schema = _RAW_SCHEMAS[kind]
     to_row = _ROWS[kind]
     rows: list[dict[str, Any]] = []

@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from index_store.errors import MetadataOutOfStepError, MetadataTableError
-from index_store.hudi_metadata.layout import MetadataLayout
+from index_store.hudi_metadata.index_ids import bloom_filter_keys, column_ids
+from index_store.hudi_metadata.layout import MetadataLayout, MetadataSlice
 from index_store.hudi_metadata.live import live_files
 from index_store.hudi_metadata.partitions import (
     bloom_filters_table,
@@ -30,6 +31,7 @@ from index_store.hudi_metadata.partitions import (
     stats_table,
 )
 from index_store.hudi_metadata.records import Cells, raw_table
+from index_store.hudi_metadata.routing import route_keys
 from index_store.hudi_metadata.source import slice_cells
 from index_store.tables.hudi import HudiTable
 
@@ -66,6 +68,8 @@ class HudiMetadataTable:
         self.table = HudiTable(table) if isinstance(table, str | os.PathLike) else table
         self.layout = MetadataLayout(self.table.hoodie_dir, self.table.properties, self.table.timeline())
         self.require_in_step = require_in_step
+        # Why the last record index lookup looked in every file group (None: keys routed).
+        self.routing_note: str | None = None
 
     def __repr__(self) -> str:
         return f"HudiMetadataTable({self.table.root!r})"
@@ -116,13 +120,41 @@ class HudiMetadataTable:
             if state == "behind":
                 raise MetadataOutOfStepError(self.table.root, reason)
 
-    def _raw(self, partition: str, kind: str, keys: Sequence[bytes] | None = None) -> pa.Table:
+    def _raw(
+        self,
+        partition: str,
+        kind: str,
+        keys: Sequence[bytes] | None = None,
+        prefixes: Sequence[bytes] | None = None,
+    ) -> pa.Table:
+        """The records of ``partition`` (of ``keys``, or of keys starting with ``prefixes``, only)."""
         self._check(partition)
         valid = self.layout.valid_instant
+        pieces = self.layout.slices(partition)
+        wanted: list[Sequence[bytes] | None] = [keys] * len(pieces)
+        if keys is not None and kind == "record_index":
+            wanted = self._routed(pieces, keys)
         sources: list[Cells] = []
-        for piece in self.layout.slices(partition):
-            sources.extend(slice_cells(piece, valid, keys))
+        for piece, piece_keys in zip(pieces, wanted, strict=True):
+            if piece_keys is None or len(piece_keys):
+                sources.extend(slice_cells(piece, valid, piece_keys, prefixes))
         return raw_table(kind, sources)
+
+    def _routed(self, pieces: Sequence[MetadataSlice], keys: Sequence[bytes]) -> list[Sequence[bytes] | None]:
+        """The keys each record index file group can hold (Hudi's key hash, ``routing``): only
+        those groups are opened. Every key in every group when the groups are not laid out as
+        the hash needs; ``routing_note`` says so."""
+        arr = pa.array(keys, pa.binary())
+        routed = route_keys([p.file_id for p in pieces], arr)
+        if routed is None:
+            self.routing_note = (
+                f"the record_index file groups of {self.table.root} are not Hudi's numbered hash "
+                f"buckets ({', '.join(p.file_id for p in pieces[:3])}{', ...' if len(pieces) > 3 else ''}): "
+                "every file group is looked in for every key"
+            )
+            return [keys] * len(pieces)
+        self.routing_note = None
+        return [arr.take(pa.array(positions)).to_pylist() for positions in routed]
 
     # --- partitions -----------------------------------------------------------------------------
 
@@ -154,33 +186,48 @@ class HudiMetadataTable:
         """Per live data file, the statistics of each indexed column (of ``columns``), bounds in
         the column's type in ``schema`` (default: the newest listed base file's footer schema).
         Statistics of files that are not live (an older slice, a file cleaned since) are left
-        out: nothing reads them, and a live file without statistics has none here (unknown)."""
-        raw = self._raw("column_stats", "column_stats")
+        out: nothing reads them, and a live file without statistics has none here (unknown).
+        With ``columns``, only their records are read: every key of a column starts with its
+        hashed id (``index_ids``), so only the HFile blocks holding them are decoded."""
+        wanted = None if columns is None else list(columns)
+        raw = self._raw("column_stats", "column_stats", prefixes=_column_prefixes(wanted))
         listing = self._live
         lookup = dict(zip(listing["file_name"].to_pylist(), listing["partition"].to_pylist(), strict=True))
         live = pc.is_in(raw["file_name"], value_set=listing["file_name"].combine_chunks())
         raw = raw.filter(pc.or_(pc.fill_null(live, False), raw["removed"]))
         schema = schema if schema is not None else self._newest_base_schema()
-        wanted = None if columns is None else list(columns)
         return stats_table(raw, schema, wanted, partitions=lookup)
 
     def partition_stats(
         self, columns: Iterable[str] | None = None, *, schema: pa.Schema | None = None
     ) -> pa.Table:
-        """Per data partition, the statistics of each indexed column over its files."""
-        raw = self._raw("partition_stats", "partition_stats")
+        """Per data partition, the statistics of each indexed column over its files (of
+        ``columns`` only: only their records are read)."""
+        wanted = None if columns is None else list(columns)
+        raw = self._raw("partition_stats", "partition_stats", prefixes=_column_prefixes(wanted))
         schema = schema if schema is not None else self._newest_base_schema()
-        table = stats_table(raw, schema, None if columns is None else list(columns), by="partition")
+        table = stats_table(raw, schema, wanted, by="partition")
         names = table["partition"].combine_chunks()
         return table.set_column(0, "partition", pc.if_else(pc.equal(names, "."), "", names))
 
-    def bloom_filters(self) -> pa.Table:
-        """The bloom filter of each live data file that has one (a file without one: unknown)."""
-        return bloom_filters_table(self._raw("bloom_filters", "bloom_filters"), self._live)
+    def bloom_filters(self, files: pa.Table | None = None) -> pa.Table:
+        """The bloom filter of each live data file that has one (a file without one: unknown); of
+        the live files of ``files`` (``partition``, ``file_name``) only, through point lookups of
+        their keys, when given."""
+        listing = self._live
+        keys = None
+        if files is not None:
+            live = pc.is_in(files["file_name"], value_set=listing["file_name"].combine_chunks())
+            files = files.filter(pc.fill_null(live, False))
+            found = bloom_filter_keys(files["partition"], files["file_name"])
+            keys = found.cast(pa.binary()).to_pylist()
+            listing = files
+        return bloom_filters_table(self._raw("bloom_filters", "bloom_filters", keys), listing)
 
     def record_index(self, keys: Iterable[str] | None = None) -> pa.Table:
         """Record key -> ``partition``, ``file_id`` (file group), ``instant``, ``position`` of every
-        key (of ``keys`` only, through point lookups, when given). An entry naming a file group
+        key (of ``keys`` only, through point lookups in the one file group Hudi hashes each key
+        to, ``routing``, when given). An entry naming a file group
         with no live slice (replaced, cleaned) is an error: the key's file is unknown, and calling
         it an insert or skipping its file would be wrong."""
         wanted = None if keys is None else sorted({k.encode("utf-8") for k in keys})
@@ -213,3 +260,10 @@ class HudiMetadataTable:
         ``secondary_index_`` prefix)."""
         partition = name if name.startswith(_SECONDARY_PREFIX) else _SECONDARY_PREFIX + name
         return secondary_index_table(self._raw(partition, "secondary_index"))
+
+
+def _column_prefixes(columns: Sequence[str] | None) -> list[bytes] | None:
+    """The key prefix of each column's statistics records (None: every record)."""
+    if columns is None:
+        return None
+    return column_ids(pa.array(columns, pa.string())).cast(pa.binary()).to_pylist()

@@ -5,6 +5,8 @@
   its answers aligned to the files asked about (statistics by path, record keys by file group);
 - ``source``: ``HudiMetadataSource``, the index source (``index_store.sources``) answering file
   pruning from ``column_stats``, intersected with the other sources' answers;
+- ``partition_stats``: ``HudiPartitionStatsSource``, partition bounds as every file's bounds;
+- ``blooms``: ``HudiBloomFilterSource``, the ``bloom_filters`` partition for = and IN on the key;
 - ``prune``: ``prune`` of a table with no index of its own, over the table's live listing;
 - ``tag``: ``tag`` from the ``record_index`` partition, point lookups only.
 """

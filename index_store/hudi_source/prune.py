@@ -10,14 +10,22 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudi_expr import Expression, FileStats, explain, might_match
 from hudi_expr.explain import Explanation
 from hudi_expr.inclusive import prepare
-from index_store.hudi_source.secondary import secondary_memberships
-from index_store.hudi_source.source import HudiMetadataSource, HudiSecondaryIndexSource, answered_note
-from index_store.hudi_source.view import SOURCE_NAME, MetadataState, aligned_stats
+from index_store.hudi_source.blooms import HudiBloomFilterSource, bloom_memberships
+from index_store.hudi_source.partition_stats import HudiPartitionStatsSource, partition_aligned_stats
+from index_store.hudi_source.secondary import secondary_memberships, usable_indexes
+from index_store.hudi_source.source import (
+    HudiMetadataSource,
+    HudiSecondaryIndexSource,
+    answered_note,
+    intersect_bounds,
+)
+from index_store.hudi_source.view import SOURCE_NAME, AlignedStats, MetadataState, aligned_stats
 from index_store.keys import slice_keys
 from index_store.slices import PrunedSlice, SliceGroups, slices_of
 from index_store.sources.files import SourcedStats
@@ -67,18 +75,40 @@ def prune_listing(
     paths = listing.paths
     n = len(paths)
     bound = prepare(predicate, FileStats([], [], {}, schema))
-    found = aligned_stats(state, paths, bound.references(), schema)
+    columns = tuple(bound.references())
     # Before any source answers nothing is known, not even row counts (they come with the stats).
     base = FileStats(paths, pa.nulls(n, pa.int64()), {}, schema)
-    stats = FileStats(paths, found.row_count, found.columns, schema)
-    notes = [*found.notes, *([answered_note(state)] if found.columns else [])]
-    steps = [(HudiMetadataSource().name, stats)] if found.columns else []
-    members = secondary_memberships(state, reader, paths, tuple(bound.references()), schema)
+    # Partition bounds first (a partition they rule out drops all its files), then each file's.
+    by_partition = partition_aligned_stats(state, paths, columns, schema)
+    stats = FileStats(paths, base.row_count, by_partition.columns, schema)
+    steps = [(HudiPartitionStatsSource().name, stats)] if by_partition.columns else []
+    if by_partition.columns and not pc.any(might_match(bound, stats)).as_py():
+        # Every partition ruled out: no file's own statistics need reading.
+        found = AlignedStats({}, pa.nulls(n, pa.int64()), [])
+    else:
+        found = aligned_stats(state, paths, columns, schema)
+    merged = dict(by_partition.columns)
+    for name, theirs in found.columns.items():
+        mine = merged.get(name)
+        merged[name] = theirs if mine is None else intersect_bounds(mine, theirs)
+    stats = FileStats(paths, found.row_count, merged, schema)
+    notes = [*by_partition.notes, *found.notes, *([answered_note(state)] if found.columns else [])]
+    if found.columns:
+        steps.append((HudiMetadataSource().name, stats))
+    blooms, bloom_notes = bloom_memberships(state, paths, columns, schema)
+    for column, filters in blooms.items():
+        stats = stats.with_membership(column, filters)
+    if blooms:
+        steps.append((HudiBloomFilterSource().name, stats))
+    notes.extend(bloom_notes)
+    members = secondary_memberships(state, reader, paths, columns, schema)
     for column, membership in members.items():
         stats = stats.with_membership(column, membership)
     if members:
         steps.append((HudiSecondaryIndexSource().name, stats))
-        notes.append(f"{SOURCE_NAME} answered: secondary indexes of {', '.join(members)} (= and IN)")
+        named = ", ".join(f"{SOURCE_NAME} ({m.index.partition})" for m in members.values())
+        notes.append(f"{SOURCE_NAME} answered: secondary indexes of {', '.join(members)} (= and IN): {named}")
+    notes += [n for c, n in usable_indexes(state, schema)[1].items() if c in bound.references()]
     sourced = SourcedStats(stats, base, tuple(steps), tuple(notes))
     kept = np.asarray(might_match(bound, stats).to_numpy(zero_copy_only=False), dtype=bool)
     whole = not reads_whole_files(reader)

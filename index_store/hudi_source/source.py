@@ -88,6 +88,8 @@ def intersect_bounds(mine: ColumnStats, other: ColumnStats) -> ColumnStats:
 
 def _pick(a: pa.Array, b: pa.Array, combine: object) -> pa.Array:
     b = b.cast(a.type) if b.type != a.type else b
+    if pa.types.is_boolean(a.type):  # no order kernel for booleans: as 0/1 (false < true)
+        return _pick(a.cast(pa.int8()), b.cast(pa.int8()), combine).cast(pa.bool_())
     try:
         return combine(a, b, skip_nulls=True)  # type: ignore[operator]
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):

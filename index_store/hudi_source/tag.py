@@ -4,8 +4,9 @@ blocks they can be in are read), each entry's file group mapped to its live file
 The record index holds one location per key, as Hudi's own record-index tagging uses it: a key
 that several live files hold (inserts allowing duplicates) gets the one it names, never every copy
 (``TagStats.locations`` says ``"one"``). It is used only when it can be right about inserts: a
-metadata table behind its data table, a ``record_index`` partition still being built, or an entry
-naming a file group with no live slice raise a typed error rather than report a key as new.
+metadata table behind its data table, a ``record_index`` partition still being built, an entry
+naming a file group with no live slice, or a record index HFile that does not read (damaged) raise
+a typed error (``MetadataTableError``) rather than report a key as new.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from index_store.errors import MetadataOutOfStepError, MetadataTableError
+from index_store.errors import HFileError, MetadataOutOfStepError, MetadataTableError
 from index_store.hudi_source.view import SOURCE_NAME, MetadataState
 from index_store.tables.base import TableReader
 from index_store.tagging.result import Locations, result_rows, result_table
@@ -52,7 +53,16 @@ def tag_from_record_index(
     state.mdt.layout.require_partition("record_index")
     started = time.perf_counter()
     unique = pc.unique(keys)
-    found = state.mdt.record_index(unique.to_pylist())  # MetadataTableError for a replaced group
+    try:
+        found = state.mdt.record_index(unique.to_pylist())  # MetadataTableError for a replaced group
+    except HFileError as exc:
+        # A damaged record index HFile: the keys it holds have no known location, and calling
+        # them inserts would be wrong.
+        raise MetadataTableError(
+            f"the record index of {reader.root} does not read ({exc}): the keys' locations are unknown, "
+            "so it cannot tag; let Hudi rebuild the record_index partition, or build this library's "
+            "index (hudi-index build) and tag with source='own'"
+        ) from exc
     looked = time.perf_counter() - started
     locations, groups = _locations(reader)
     entry = pc.binary_join_element_wise(found["partition"], found["file_id"], "\0")

@@ -12,16 +12,17 @@ of stays unknown. Each such case leaves a note for ``explain``.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_expr import ColumnStats
 from hudi_expr.stats import leaf_columns
-from index_store.errors import IndexSourceError, MetadataTableError
+from index_store.errors import HFileError, IndexSourceError, MetadataTableError
 from index_store.hudi_metadata.table import HudiIndexDefinition, HudiMetadataTable
 from index_store.tables.base import TableReader
 from index_store.tables.hudi import HudiTable
@@ -33,6 +34,7 @@ __all__ = [
     "IndexSourceChoice",
     "MetadataState",
     "metadata_view",
+    "typed_column_stats",
 ]
 
 IndexSourceChoice = Literal["auto", "own", "hudi"]
@@ -40,6 +42,7 @@ IndexSourceChoice = Literal["auto", "own", "hudi"]
 index only, ``hudi`` Hudi's metadata table only."""
 
 SOURCE_NAME = "Hudi metadata table"
+_T = TypeVar("_T")
 _CHOICES = ("auto", "own", "hudi")
 
 
@@ -60,10 +63,14 @@ class MetadataState:
     reason: str
     available: tuple[str, ...] = ()
     inflight: tuple[str, ...] = ()
-    _stats: dict[str, pa.Table] = field(default_factory=dict)  # per schema (its string form)
+    # per schema (its string form), per column: its rows, or None when it has no statistics
+    _stats: dict[str, dict[str, pa.Table | None]] = field(default_factory=dict)
     _stats_error: list[str] = field(default_factory=list)
     _secondary: dict[str, pa.Table] = field(default_factory=dict)  # per partition
     _definitions: dict[str, HudiIndexDefinition] | None = None
+    _facts: dict[str, object] = field(default_factory=dict)  # what was worked out of this state
+    # What other readers of this state decode once (partition statistics, bloom filters), by name.
+    cache: dict[Any, Any] = field(default_factory=dict)
 
     @property
     def usable(self) -> bool:
@@ -86,15 +93,18 @@ class MetadataState:
             return f"{SOURCE_NAME} has no {partition} partition"
         return None
 
-    def stats_table(self, schema: pa.Schema) -> pa.Table | None:
-        """Every live file's ``column_stats`` row, bounds typed as ``schema`` says; None (with
-        ``stats_error`` set) when the partition cannot be read."""
-        key = schema.to_string(show_schema_metadata=False)
-        if key not in self._stats and not self._stats_error:
+    def stats_table(self, schema: pa.Schema, columns: Sequence[str]) -> dict[str, pa.Table] | None:
+        """Per column of ``columns`` that ``column_stats`` holds, every live file's row of it
+        (``path``, ``file_name``, the column's struct, bounds typed as ``schema`` says); None
+        (with ``stats_error`` set) when the partition cannot be read. Only the columns not read
+        before are read, by their keys' prefixes (the HFile blocks holding them)."""
+        cache = self._stats.setdefault(schema.to_string(show_schema_metadata=False), {})
+        missing = [c for c in dict.fromkeys(columns) if c not in cache]
+        if missing and not self._stats_error:
             assert self.mdt is not None
             try:
-                table = self.mdt.column_stats(schema=schema)
-            except (MetadataTableError, ValueError, TypeError, pa.ArrowException) as exc:
+                table = self.mdt.column_stats(missing, schema=schema)
+            except (MetadataTableError, HFileError, ValueError, TypeError, pa.ArrowException) as exc:
                 # Unreadable, or bounds that do not convert to the columns' types: not used.
                 self._stats_error.append(str(exc))
                 return None
@@ -102,8 +112,15 @@ class MetadataState:
             parts = table["partition"].combine_chunks()
             joined = pc.binary_join_element_wise(parts, names, "/")
             path = pc.if_else(pc.equal(parts, ""), names, joined)
-            self._stats[key] = table.append_column("path", path)
-        return self._stats.get(key)
+            for column in missing:
+                if column not in table.column_names:
+                    cache[column] = None
+                    continue
+                rows = pa.table({"path": path, "file_name": names, column: table[column].combine_chunks()})
+                cache[column] = rows.filter(pc.is_valid(rows[column]))
+        if self._stats_error:
+            return None
+        return {c: t for c in dict.fromkeys(columns) if (t := cache[c]) is not None}
 
     def secondary(self, partition: str) -> pa.Table:
         """Secondary index ``partition`` decoded (once per metadata table state)."""
@@ -111,6 +128,16 @@ class MetadataState:
         if partition not in self._secondary:
             self._secondary[partition] = self.mdt.secondary_index(partition)
         return self._secondary[partition]
+
+    def fact(self, name: str, make: Callable[[], _T]) -> _T:
+        """``make()``, worked out once per metadata table state (``name`` says what it is)."""
+        if name not in self._facts:
+            self._facts[name] = make()
+        return self._facts[name]  # type: ignore[return-value]
+
+    def known(self, name: str) -> object | None:
+        """The fact ``name`` when it was worked out already (``fact``), else None."""
+        return self._facts.get(name)
 
     def definitions(self) -> dict[str, HudiIndexDefinition]:
         """The indexes the data table declares (none when their file does not read)."""
@@ -137,12 +164,16 @@ class HudiIndexStatus:
     used_for: str  # what it answers here: "prune", "tag", "prune (= and IN)", or ""
 
 
-def index_statuses(state: MetadataState, schema: pa.Schema) -> list[HudiIndexStatus]:
-    """Every index Hudi declares or has a partition of, with its state and what it answers
-    (a secondary index answers for a string column of ``schema`` only)."""
+def index_statuses(
+    state: MetadataState, schema: pa.Schema, usable_secondary: Collection[str] = ()
+) -> list[HudiIndexStatus]:
+    """Every index Hudi declares or has a partition of, with its state and what it answers; a
+    secondary index answers when it is one of ``usable_secondary`` (``secondary.usable_indexes``
+    says which: its column's values have a proven secondary-key form, the record index is there)."""
     defs = state.definitions()
     names = list(dict.fromkeys([*state.available, *state.inflight, *defs]))
     out = []
+    used = {"column_stats": "prune", "record_index": "tag", "secondary_index": "prune, rows (= and IN)"}
     for name in names:
         d = defs.get(name)
         kind = d.index_type if d is not None else name.rstrip("_0123456789")
@@ -151,22 +182,16 @@ def index_statuses(state: MetadataState, schema: pa.Schema) -> list[HudiIndexSta
         built = (
             "building" if name in state.inflight else "available" if name in state.available else "declared"
         )
-        used = {"column_stats": "prune", "record_index": "tag", "secondary_index": "prune (= and IN)"}
-        if kind == "secondary_index" and not (
-            state.has("record_index")  # the secondary keys' record keys are placed through it
-            and d is not None
-            and len(d.columns) == 1
-            and d.columns[0] in schema.names
-            and pa.types.is_string(schema.field(d.columns[0]).type)
-        ):
-            used.pop(kind)  # only string columns' secondary keys are compared here
+        answers = used.get(kind, "")
+        if kind == "secondary_index" and name not in usable_secondary:
+            answers = ""
         out.append(
             HudiIndexStatus(
                 name,
                 kind,
                 d.columns if d is not None else (),
                 built,
-                used.get(kind, "") if built == "available" and state.mdt is not None else "",
+                answers if built == "available" and state.mdt is not None else "",
             )
         )
     return out
@@ -252,46 +277,60 @@ def aligned_stats(
     note = state.unusable_note("column_stats")
     if note is not None:
         return AlignedStats({}, unknown_rows, [note])
-    table = state.stats_table(schema)
-    if table is None:
+    tables = state.stats_table(schema, [_ROW_COUNTER, *columns])
+    if tables is None:
         note = f"{SOURCE_NAME} not used: its column_stats partition does not read ({state.stats_error})"
         return AlignedStats({}, unknown_rows, [note])
     notes = []
     if not state.in_step:
         # A base file's name carries its write: its statistics stay true. A log file's may not.
-        table = table.filter(pc.match_substring(table["file_name"], ".parquet"))
+        tables = {c: t.filter(pc.match_substring(t["file_name"], ".parquet")) for c, t in tables.items()}
         notes.append(
             f"{SOURCE_NAME} is behind the data table ({state.reason}): only the base files it lists "
             "are pruned with it"
         )
-    where = pc.index_in(paths, value_set=table["path"].combine_chunks())
-    uncovered = int(where.null_count)
+    wheres = {c: pc.index_in(paths, value_set=t["path"]) for c, t in tables.items()}
+    covered = np.zeros(len(paths), dtype=bool)
+    for where in wheres.values():
+        covered |= np.asarray(pc.is_valid(where).to_numpy(zero_copy_only=False), dtype=bool)
+    uncovered = len(paths) - int(np.count_nonzero(covered))
     if uncovered:
         notes.append(f"{SOURCE_NAME}: {uncovered} of {len(paths)} files have no column_stats entry (kept)")
     rows = unknown_rows
-    if _ROW_COUNTER in table.column_names:
-        rows = _fields(table[_ROW_COUNTER].combine_chunks().take(where))["value_count"]
+    if _ROW_COUNTER in tables:
+        rows = _fields(tables[_ROW_COUNTER][_ROW_COUNTER].combine_chunks().take(wheres[_ROW_COUNTER]))[
+            "value_count"
+        ]
     out: dict[str, ColumnStats] = {}
     lacking = []
     types = leaf_columns(schema)
     for name in columns:
-        if name not in table.column_names:
+        if name not in tables:
             lacking.append(name)
             continue
-        found = _fields(table[name].combine_chunks().take(where))
-        lo, hi = found["min"], found["max"]
-        wanted = types.get(name)
-        if wanted is not None and lo.type != wanted:
-            try:
-                lo, hi = lo.cast(wanted), hi.cast(wanted)
-            except pa.ArrowException:
-                lacking.append(name)
-                continue
-        lo, hi = _comparable(lo, hi)
-        out[name] = ColumnStats(lo, hi, found["null_count"], pa.nulls(len(paths), pa.int64()))
+        found = _fields(tables[name][name].combine_chunks().take(wheres[name]))
+        converted = typed_column_stats(found, types.get(name))
+        if converted is None:
+            lacking.append(name)
+            continue
+        out[name] = converted
     if lacking:
         notes.append(f"{SOURCE_NAME} has no statistics of {', '.join(lacking)} (not pruned on)")
     return AlignedStats(out, rows, notes)
+
+
+def typed_column_stats(found: dict[str, pa.Array], wanted: pa.DataType | None) -> ColumnStats | None:
+    """Statistics fields (``min``, ``max``, ``null_count``) as ``ColumnStats`` of the column's type
+    ``wanted``, bounds unknown where this project's order could differ from Hudi's; None when the
+    bounds do not convert to that type."""
+    lo, hi = found["min"], found["max"]
+    if wanted is not None and lo.type != wanted:
+        try:
+            lo, hi = lo.cast(wanted), hi.cast(wanted)
+        except pa.ArrowException:
+            return None
+    lo, hi = _comparable(lo, hi)
+    return ColumnStats(lo, hi, found["null_count"], pa.nulls(len(lo), pa.int64()))
 
 
 # Characters whose order differs between Java's UTF-16 compareTo (how Hudi orders the values of a

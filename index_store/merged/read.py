@@ -19,12 +19,13 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from typing import Any, Literal, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from index_store.errors import TableFormatError
+from index_store.data_files import reading_data_file
 from index_store.merged.hudi_rs import SliceMerger
 from index_store.merged.schema import MergedLayout, conform
 from index_store.tables.base import FileSlice, TableReader
@@ -155,30 +156,24 @@ class MergedSlices:
 
 def _read_parquet(path: str, columns: list[str]) -> pa.Table:
     """``columns`` of a base file, those it stores (with none stored, its row count alone)."""
-    pf = _parquet_file(path)
-    try:
+    with _reading(path):
+        pf = pq.ParquetFile(path)
         present = set(pf.schema_arrow.names)
         wanted = [c for c in columns if c in present]
         if wanted or not pf.metadata.num_rows:
             return pf.read(columns=wanted)
         return pa.table({"": pa.nulls(pf.metadata.num_rows)}).select([])
-    except (pa.ArrowException, OSError) as exc:
-        raise TableFormatError(f"base file {path} is not readable parquet: {exc}") from None
 
 
 def _footer(path: str) -> pa.Schema:
-    return _parquet_file(path).schema_arrow
+    with _reading(path):
+        return pq.ParquetFile(path).schema_arrow
 
 
-def _parquet_file(path: str) -> pq.ParquetFile:
-    try:
-        return pq.ParquetFile(path)
-    except FileNotFoundError:
-        raise TableFormatError(
-            f"base file {path} disappeared while reading (a compaction and clean replaced it): query again"
-        ) from None
-    except (pa.ArrowException, OSError) as exc:
-        raise TableFormatError(f"base file {path} is not readable parquet: {exc}") from None
+def _reading(path: str) -> AbstractContextManager[None]:
+    return reading_data_file(
+        path, what="base file", doing="reading (a compaction and clean replaced it)", then="query again"
+    )
 
 
 _POOLS: list[ThreadPoolExecutor] = []

@@ -52,6 +52,7 @@ from index_store.partitions.record_keys import (
     read_record_keys,
 )
 from index_store.partitions.secondary import MANIFEST_SCHEMA, SecondaryManifestPartition, read_manifest
+from index_store.partitions.secondary_dict import SecondaryDictionaryPartition
 
 __all__ = [
     "BLOOM_SCHEMA",
@@ -125,4 +126,5 @@ REGISTRY = Registry(
     RecordIndexPartition(),
     LogRecordsPartition(),
     SecondaryManifestPartition(),
+    SecondaryDictionaryPartition(),
 )

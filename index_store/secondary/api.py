@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_expr import BloomFilterSet, Expression, Predicate
+from hudi_expr import And, BloomFilterSet, Expression, Predicate
 from hudi_expr.stats import leaf_columns
 from index_store.builder import top_field
 from index_store.commit import commit, writable
@@ -42,9 +42,22 @@ from index_store.partitions.secondary import (
     read_manifest,
     write_manifest,
 )
+from index_store.partitions.secondary_dict import DICTIONARY
 from index_store.secondary.build import ComputeIndexFiles, FileTask, build_files, staged_path
-from index_store.secondary.cost import FileFacts, Purpose, Work, bounds, choose, costs_for, integer_bounds
+from index_store.secondary.cost import (
+    FileFacts,
+    Known,
+    Purpose,
+    Work,
+    bounds,
+    choose,
+    conjuncts,
+    costs_for,
+    integer_bounds,
+    range_groups,
+)
 from index_store.secondary.definitions import IndexDefinition, default_index_name
+from index_store.secondary.dictionary import Dictionary, dictionary_changes, fresh_entries, load_dictionaries
 from index_store.secondary.kinds import UnsupportedColumnError, index_kind
 from index_store.secondary.read import ReadJob, row_reader
 from index_store.secondary.select import (
@@ -253,6 +266,10 @@ class SecondaryIndexes:
 
         return commit(self.timeline, prepare)
 
+    def indexed_columns(self) -> frozenset[str]:
+        """The columns a secondary index of this table is defined on (built or not)."""
+        return frozenset(c for d in self._load().snap.config.secondary_indexes for c in d.columns)
+
     def indexes(self) -> list[IndexStatus]:
         """Every secondary index definition, with how many live base files it covers as the index
         knows them (a file rewritten since the last ``sync`` counts until then; it is never
@@ -311,6 +328,13 @@ class SecondaryIndexes:
             built = build_files(self.root, staging, tasks, 0, progress, workers, compute)
         staged = list(dict.fromkeys(built["index_file"].to_pylist()))
         base_version = snap.version
+        fresh = fresh_entries(staging, built)
+        fresh_idx = {
+            k: built.filter(pc.and_(pc.equal(built["index_type"], k[0]), pc.equal(built["column"], k[1])))[
+                "file_idx"
+            ].to_numpy()
+            for k in fresh
+        }
 
         def prepare(s: Snapshot) -> Commit:
             version = s.version + 1
@@ -349,7 +373,9 @@ class SecondaryIndexes:
                 ),
             )
             rows = pa.concat_tables([kept.filter(pc.invert(replaced)), new_rows.cast(kept.schema)])
-            return _manifest_commit(self.index_root, s, Operation.BUILD_INDEX, s.config, rows)
+            return _manifest_commit(
+                self.index_root, s, Operation.BUILD_INDEX, s.config, rows, fresh, fresh_idx, rebuild_all
+            )
 
         try:
             return commit(self.timeline, prepare)
@@ -547,36 +573,32 @@ class SecondaryIndexes:
         indexed column looked up in each candidate's index file, when ``query.rules`` say it pays."""
         loaded, bound, candidates = query.loaded, query.bound, query.candidates
         snap = loaded.snap
-        usable = self.usable_manifest(loaded)
-        built = loaded.secondary.built
-        if built is None:
-            pairs = usable.select(["index_type", "column"]).group_by(["index_type", "column"]).aggregate([])
-            built = loaded.secondary.built = set(
-                zip(pairs["index_type"].to_pylist(), pairs["column"].to_pylist(), strict=True)
-            )
-        definitions = [
-            IndexDefinition(d.name, tuple(c for c in d.columns if (d.index_type, c) in built), d.index_type)
-            for d in snap.config.secondary_indexes
-            if any((d.index_type, c) in built for c in d.columns)
-        ]
-        planned = plan_lookups(bound, definitions)
+        planned = self._planned(loaded, bound)
         changed = query.changed
         cand_idx = pa.array(loaded.file_idx[candidates], pa.int64())
         index_files: dict[tuple[str, str], list[str | None]] = {}
         columns: dict[tuple[str, str], FileFacts] = {}
         n = query.row_counts.astype(np.float64)
         for p in {(p.kind, p.column) for p in planned.values()}:
-            rows = loaded.secondary.by_column.get(p)
-            if rows is None:
-                rows = loaded.secondary.by_column[p] = usable.filter(
-                    pc.and_(pc.equal(usable["index_type"], p[0]), pc.equal(usable["column"], p[1]))
-                )
+            rows = self._column_rows(loaded, p)
             where = pc.index_in(cand_idx, value_set=rows["file_idx"])
             files = rows["index_file"].take(where).to_pylist()
             index_files[p] = [None if ch else f for f, ch in zip(files, changed, strict=True)]
             columns[p] = _facts(loaded, p, rows.take(where), changed, n, candidates)
         facts = {leaf: columns[(p.kind, p.column)] for leaf, p in planned.items()}
         absent = self._absent_keys(loaded, planned, candidates)
+        key_schemas = self._key_schemas(snap.schema, planned)
+        dict_notes: list[str] = []
+        known = self._dictionary_counts(
+            loaded, bound, planned, candidates, changed, key_schemas, query.on_corrupt, dict_notes
+        )
+        for leaf, counts in known.items():
+            if isinstance(leaf, Predicate):
+                # A file the dictionary says holds none of the leaf's keys: no row, no lookup.
+                none = ~np.isnan(counts) & (counts == 0)
+                absent[leaf] = none | absent[leaf] if leaf in absent else none
+        if query.rules is not None and query.rules.purpose == "exists":
+            _first_hit_only(bound, planned, known, absent)
         # Index files the lookups open: per leaf, candidates with one its blooms do not rule out.
         looked = [
             np.array(
@@ -588,18 +610,12 @@ class SecondaryIndexes:
         ]  # fmt: skip
         opened = max((int(m.sum()) for m in looked), default=0)
         lookups = (sum(int(m.sum()) for m in looked), sum(float(n[m].sum()) for m in looked))
-        use, reconsider = _decide(bound, planned, facts, query, opened, lookups, absent)
+        use, reconsider = _decide(bound, planned, facts, query, opened, lookups, absent, known)
         if not use.used and reconsider is None:
-            return RowAnswer(None, use)
+            return RowAnswer(None, use, tuple(dict_notes))
         sizes = loaded.files["size"].to_numpy()[candidates].tolist()
         mtimes = loaded.files["mtime"].combine_chunks().take(pa.array(candidates)).to_pylist()
         expected = list(zip(query.paths, sizes, mtimes, strict=True))
-        key_schemas = {
-            (p.kind, p.column): pa.schema(
-                [pa.field(p.column, index_kind(p.kind).key_type(snap.schema.field(p.column).type))]
-            )
-            for p in planned.values()
-        }
         corrupt: list[IndexCorruptError] = []
         selected = select_rows(
             bound,
@@ -615,7 +631,7 @@ class SecondaryIndexes:
             expected,
             corrupt,
         )
-        notes = tuple(_scanned(exc) for exc in corrupt)
+        notes = tuple(dict_notes) + tuple(_scanned(exc) for exc in corrupt)
         if reconsider is not None:
             # The bound left the choice open and the lookups were cheap: now the rows are known.
             use = reconsider(
@@ -624,6 +640,117 @@ class SecondaryIndexes:
             if not use.used:
                 return RowAnswer(None, use, notes)
         return RowAnswer(selected, use, notes)
+
+    def _planned(self, loaded: LoadedVersion, bound: Expression) -> dict[Predicate, Any]:
+        """The lookups of ``bound``'s leaves on columns with a usable index file somewhere."""
+        usable = self.usable_manifest(loaded)
+        built = loaded.secondary.built
+        if built is None:
+            pairs = usable.select(["index_type", "column"]).group_by(["index_type", "column"]).aggregate([])
+            built = loaded.secondary.built = set(
+                zip(pairs["index_type"].to_pylist(), pairs["column"].to_pylist(), strict=True)
+            )
+        definitions = [
+            IndexDefinition(d.name, tuple(c for c in d.columns if (d.index_type, c) in built), d.index_type)
+            for d in loaded.snap.config.secondary_indexes
+            if any((d.index_type, c) in built for c in d.columns)
+        ]
+        return plan_lookups(bound, definitions)
+
+    def _column_rows(self, loaded: LoadedVersion, key: tuple[str, str]) -> pa.Table:
+        """The usable manifest's rows of one (index type, column)."""
+        rows = loaded.secondary.by_column.get(key)
+        if rows is None:
+            usable = self.usable_manifest(loaded)
+            rows = loaded.secondary.by_column[key] = usable.filter(
+                pc.and_(pc.equal(usable["index_type"], key[0]), pc.equal(usable["column"], key[1]))
+            )
+        return rows
+
+    @staticmethod
+    def _key_schemas(schema: pa.Schema, planned: Mapping[Predicate, Any]) -> dict[tuple[str, str], pa.Schema]:
+        return {
+            (p.kind, p.column): pa.schema(
+                [pa.field(p.column, index_kind(p.kind).key_type(schema.field(p.column).type))]
+            )
+            for p in planned.values()
+        }
+
+    def _dictionaries(
+        self, loaded: LoadedVersion, on_corrupt: str, notes: list[str]
+    ) -> dict[tuple[str, str], Dictionary]:
+        """The version's global term dictionaries (read once); an unreadable one raises
+        ``IndexCorruptError``, or with ``on_corrupt`` other than ``raise`` is read past (noted)."""
+        cached = loaded.secondary.dictionaries
+        if cached is None:
+            try:
+                cached = load_dictionaries(self.index_root, loaded.snap.live.get(DICTIONARY, ()))
+            except IndexCorruptError as exc:
+                if on_corrupt == "raise":
+                    raise
+                notes.append(_scanned_dictionary(exc))
+                return {}
+            loaded.secondary.dictionaries = cached
+        return cached
+
+    def _dictionary_counts(
+        self,
+        loaded: LoadedVersion,
+        bound: Expression,
+        planned: Mapping[Predicate, Any],
+        candidates: np.ndarray,
+        changed: np.ndarray,
+        key_schemas: Mapping[tuple[str, str], pa.Schema],
+        on_corrupt: str,
+        notes: list[str],
+        only: Predicate | tuple[Predicate, ...] | None = None,
+    ) -> dict[Predicate | tuple[Predicate, ...], np.ndarray]:
+        """Per leaf (and per group of ranges ANDed on one column, ``range_groups``) on a column
+        with a dictionary: the rows of each candidate holding a key it selects, one lookup for
+        all candidates; NaN where the dictionary does not answer for the candidate (not covered:
+        no usable index file, changed on disk, or indexed after the dictionary was written).
+        A leaf within such a group is not looked up alone (half a range selects half the keys:
+        a long read, and a loose count); ``only``: that one key alone."""
+        dicts = self._dictionaries(loaded, on_corrupt, notes) if planned else {}
+        if not dicts:
+            return {}
+        file_idx = loaded.file_idx[candidates]
+        cand_idx = pa.array(file_idx, pa.int64())
+        covered: dict[tuple[str, str], np.ndarray] = {}
+        out: dict[Predicate | tuple[Predicate, ...], np.ndarray] = {}
+
+        def look(key: Predicate | tuple[Predicate, ...], column: tuple[str, str], keys: Expression) -> None:
+            d = dicts[column]
+            if column not in covered:
+                rows = self._column_rows(loaded, column).take(
+                    pc.index_in(cand_idx, value_set=self._column_rows(loaded, column)["file_idx"])
+                )
+                covered[column] = d.covers(rows["file_idx"], rows["version"]) & ~np.asarray(changed, bool)
+            bound_keys = keys if keys.is_bound else keys.bind(key_schemas[column])
+            try:
+                found = d.lookup(bound_keys, file_idx, covered[column])
+            except IndexCorruptError as exc:
+                if on_corrupt == "raise":
+                    raise
+                notes.append(_scanned_dictionary(exc))
+                return
+            out[key] = np.where(found.covered, found.rows, np.nan)
+
+        groups = range_groups(bound)
+        grouped = {leaf for g in groups for leaf in g}
+        for leaf, p in planned.items():
+            if (p.kind, p.column) in dicts and leaf not in grouped and only in (None, leaf):
+                look(leaf, (p.kind, p.column), p.lookup.keys)
+        for group in groups:
+            if only not in (None, group):
+                continue
+            if not all(leaf in planned and planned[leaf].kind == "value" for leaf in group):
+                continue
+            ps = [planned[leaf] for leaf in group]
+            column = (ps[0].kind, ps[0].column)
+            if column in dicts and all((p.kind, p.column) == column for p in ps):
+                look(group, column, And(*(p.lookup.keys for p in ps)))
+        return out
 
     def _absent_keys(
         self, loaded: LoadedVersion, planned: Mapping[Predicate, Any], candidates: np.ndarray
@@ -700,6 +827,9 @@ class SecondaryIndexes:
         """Rows where ``expr`` is TRUE: from the index alone for files whose selection is exact (and
         from row counts where statistics prove every row matches), reading only the others."""
         require_file_reads(self.reader, "counting rows (count)")
+        counted = self.dictionary_count(expr)
+        if counted is not None:
+            return counted
         selection = self.select(
             expr,
             UseRules(purpose="count", columns=self._width(expr, [], extra=False), reader=row_reader().name),
@@ -718,6 +848,9 @@ class SecondaryIndexes:
     def exists(self, expr: Expression) -> bool:
         """Is there a row where ``expr`` is TRUE? From the index alone when an exact selection has one."""
         require_file_reads(self.reader, "testing whether a row exists (exists)")
+        counted = self.dictionary_count(expr)
+        if counted is not None:
+            return counted > 0
         selection = self.select(
             expr,
             UseRules(purpose="exists", columns=self._width(expr, [], extra=False), reader=row_reader().name),
@@ -737,6 +870,48 @@ class SecondaryIndexes:
             start, step = start + step, step * 2
         return False
 
+    def dictionary_count(self, expr: Expression) -> int | None:
+        """The rows where ``expr`` is TRUE from one dictionary lookup, no index file or data file
+        read: when ``expr`` is one exactly indexed leaf (or one range on an indexed column) and
+        the dictionary answers for every candidate file; None otherwise (ask ``select``)."""
+        if not self._load().snap.live.get(DICTIONARY):
+            return None
+        cand = self._candidates(expr)
+        loaded = cand.loaded
+        key = _whole_key(cand.bound)
+        if key is None or cand.unknown:
+            return None
+        candidates = np.flatnonzero(cand.kept)
+        changed = cand.changed[candidates]
+        if changed.any():
+            return None
+        whole = cand.whole[candidates]
+        if whole.all():
+            return int(loaded.files["row_count"].to_numpy()[candidates].sum())
+        planned = self._planned(loaded, cand.bound)
+        leaves = [key] if isinstance(key, Predicate) else list(key)
+        if not all(leaf in planned and planned[leaf].lookup.exact for leaf in leaves):
+            return None
+        known = self._dictionary_counts(
+            loaded,
+            cand.bound,
+            planned,
+            candidates,
+            changed,
+            self._key_schemas(loaded.snap.schema, planned),
+            "raise",
+            [],
+            only=key,
+        )
+        counts = known.get(key)
+        if counts is None:
+            return None
+        row_counts = loaded.files["row_count"].to_numpy()[candidates].astype(np.float64)
+        counts = np.where(whole, row_counts, counts)
+        if np.isnan(counts).any():
+            return None  # a candidate the dictionary does not answer for
+        return int(counts.sum())
+
     def _count_reading(self, selection: RowSelection, expr: Expression, which: list[int]) -> int:
         schema = self._load().snap.schema
         bound = expr.bind(schema)
@@ -750,6 +925,50 @@ class SecondaryIndexes:
             [selection.partition_values[i] for i in which],
         )
         return len(self._read_selection(sub, expr, needed))
+
+
+def _scanned_dictionary(exc: IndexCorruptError) -> str:
+    """What reading past an unreadable dictionary did, and how to repair it, in one line."""
+    return (
+        f"secondary index dictionary {exc.path} is corrupt ({exc.reason}): each index file was "
+        "looked up instead; rebuild it: hudi-index index build TABLE --all "
+        "(Python: IndexedTable.build_index(strategy='all'))"
+    )
+
+
+def _whole_key(bound: Expression) -> Predicate | tuple[Predicate, ...] | None:
+    """The dictionary key whose counts are exactly ``bound``'s: a leaf, or one range group."""
+    if isinstance(bound, Predicate):
+        return bound
+    if isinstance(bound, And):
+        operands = conjuncts(bound)
+        groups = range_groups(bound)
+        if len(groups) == 1 and len(groups[0]) == len(operands):
+            return groups[0]
+    return None
+
+
+def _first_hit_only(
+    bound: Expression,
+    planned: Mapping[Predicate, Any],
+    known: Mapping[Predicate | tuple[Predicate, ...], np.ndarray],
+    absent: dict[Predicate, np.ndarray],
+) -> None:
+    """For an EXISTS whose predicate the dictionary counts exactly on every candidate: look up
+    only the first file holding a match (the others answer "no row"; the answer is the same)."""
+    key = _whole_key(bound)
+    counts = known.get(key) if key is not None else None
+    if key is None or counts is None or np.isnan(counts).any():
+        return
+    leaves = [key] if isinstance(key, Predicate) else list(key)
+    if not all(planned[leaf].lookup.exact for leaf in leaves):
+        return
+    hits = np.flatnonzero(counts > 0)
+    others = np.ones(len(counts), dtype=bool)
+    if len(hits):
+        others[hits[0]] = False
+    for leaf in leaves:
+        absent[leaf] = others
 
 
 def _scanned(exc: IndexCorruptError) -> str:
@@ -820,6 +1039,7 @@ def _decide(
     opened: int = 0,
     lookups: tuple[int, float] = (0, 0.0),
     absent: Mapping[Predicate, np.ndarray] | None = None,
+    known: Known | None = None,
 ) -> tuple[IndexUse, Reconsider | None]:
     """Whether the index is used: RFC-51's rule on the number of indexed leaves, then by cost.
     When the bound says no but the expected count says yes and the lookups cost at most
@@ -852,7 +1072,7 @@ def _decide(
             candidate_rows,
             named,
         ), None
-    upper, expected = bounds(bound, facts, query.row_counts, absent)
+    upper, expected = bounds(bound, facts, query.row_counts, absent, known)
     leaves = list(bound.leaves())
     exact = all(leaf in planned and planned[leaf].lookup.exact for leaf in leaves)
     schema = query.loaded.snap.schema
@@ -885,7 +1105,7 @@ def _decide(
     def reconsider(counts: Sequence[int]) -> IndexUse:
         found = np.asarray(counts, dtype=np.float64)
         second = choose(costs, work, found, found, 0, 0.0, exact)  # the lookups are done
-        used = second.index_ms < second.pruning_ms
+        used = second.path == "index"
         path = "index" if used else choice.path
         second = dataclasses.replace(
             second, path=path, index_ms=second.index_ms + choice.lookup_ms, lookup_ms=choice.lookup_ms
@@ -924,13 +1144,32 @@ def _meta_commit(snap: Snapshot, operation: Operation, config: IndexConfig, **ch
 
 
 def _manifest_commit(
-    root: Path, snap: Snapshot, operation: Operation, config: IndexConfig, rows: pa.Table
+    root: Path,
+    snap: Snapshot,
+    operation: Operation,
+    config: IndexConfig,
+    rows: pa.Table,
+    fresh: Mapping[tuple[str, str], pa.Table] | None = None,
+    fresh_idx: Mapping[tuple[str, str], np.ndarray] | None = None,
+    replace_all: bool = False,
 ) -> Commit:
-    """A commit whose manifest is ``rows``: index files it no longer names stop being live."""
+    """A commit whose manifest is ``rows``: index files it no longer names stop being live. The
+    dictionaries follow (``dictionary_changes``): ``fresh`` entries of the base files ``fresh_idx``
+    just indexed; ``replace_all``: the old dictionaries are retired unread (a full rebuild)."""
     old_files = {k: set(v) for k, v in snap.live.items() if k not in (MANIFEST,) and _is_kind(k)}
     new_files = files_by_type(rows)
     added: dict[str, list[str]] = {MANIFEST: [write_manifest(root, rows)]} if len(rows) else {}
     removed: dict[str, list[str]] = {MANIFEST: list(snap.live.get(MANIFEST, ()))}
+    old_dicts = list(snap.live.get(DICTIONARY, ()))
+    dict_added, dict_removed = dictionary_changes(
+        root, [] if replace_all else old_dicts, rows, fresh or {}, fresh_idx or {}
+    )
+    if replace_all:
+        dict_removed = old_dicts
+    if dict_added:
+        added[DICTIONARY] = dict_added
+    if dict_removed:
+        removed[DICTIONARY] = dict_removed
     for kind in set(old_files) | set(new_files):
         before, after = old_files.get(kind, set()), set(new_files.get(kind, ()))
         if after - before:

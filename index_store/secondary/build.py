@@ -37,6 +37,8 @@ __all__ = [
     "index_files_bytes_for",
     "staged_path",
     "sync_files",
+    "write_durably",
+    "write_index_file_for",
 ]
 
 
@@ -146,9 +148,18 @@ def _key_typed(keys: pa.Array, key_type: pa.DataType) -> pa.Array:
 
 
 Counts = dict[str, dict[str, Any]]  # per column: entry counts and the keys' bloom filter bytes
-# ``compute(table_root, tasks)`` returns ``index_file_bytes_for(table_root, task)`` of every task,
-# in order, computed wherever it likes (``adapters.spark`` runs one Spark task per base file).
-ComputeIndexFiles = Callable[[str, Sequence[FileTask]], Sequence[tuple[bytes, Counts]]]
+# ``compute(table_root, staging, tasks, rels)`` writes the index file of every task at
+# ``staging / rels[i]`` (``write_index_file_for``) wherever it likes, and returns their counts in
+# order: ``adapters.spark`` runs one Spark task per base file, each writing its own file.
+ComputeIndexFiles = Callable[[str, Path, Sequence[FileTask], Sequence[str]], Sequence[Counts]]
+
+
+def write_index_file_for(table_root: str, index_root: Path, task: FileTask, rel: str) -> Counts:
+    """Compute the index file of ``task`` and write it at ``staged_path(index_root, rel)`` all at once (a
+    retried or duplicated task rewrites the same bytes, never a torn file); its counts."""
+    content, counts = index_file_bytes_for(table_root, task)
+    write_durably(staged_path(index_root, rel), content)
+    return counts
 
 
 def build_files(
@@ -163,14 +174,10 @@ def build_files(
     """Write the index file of every task under ``version``; their manifest rows."""
     rels = [index_file_path(task, version) for task in tasks]
     if compute is not None:
-        results = list(compute(table_root, tasks))
-        if len(results) != len(tasks):
-            raise ValueError(f"compute returned {len(results)} index files for {len(tasks)} base files")
-        index_root.mkdir(parents=True, exist_ok=True)
-        for rel, (content, _) in zip(rels, results, strict=True):
-            staged_path(index_root, rel).write_bytes(content)
-        sync_files(index_root, [staged_path(index_root, rel) for rel in rels])
-        return manifest_rows(tasks, rels, version, [counts for _, counts in results])
+        counts = list(compute(table_root, index_root, tasks, rels))
+        if len(counts) != len(tasks):
+            raise ValueError(f"compute returned {len(counts)} index files for {len(tasks)} base files")
+        return manifest_rows(tasks, rels, version, counts)
 
     def one(batch: list[tuple[FileTask, str]]) -> list[Counts]:
         results = index_files_bytes_for(table_root, [task for task, _ in batch])
@@ -240,6 +247,18 @@ def _syncfs(folder: Path) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def write_durably(path: Path, content: bytes) -> None:
+    """Write ``content`` at ``path`` all at once: a temporary file renamed over it, so that two
+    attempts of one task (a retry, a speculative copy) writing the same bytes never tear it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".tmp-{uuid.uuid4().hex}-{path.name}")
+    with open(tmp, "wb") as f:
+        f.write(content)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def manifest_rows(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from index_store.errors import IndexSourceError
+from index_store.hudi_source.blooms import HudiBloomFilterSource
+from index_store.hudi_source.partition_stats import HudiPartitionStatsSource
 from index_store.hudi_source.source import HudiMetadataSource, HudiSecondaryIndexSource
 from index_store.sources.base import IndexSource, LocatesKeys, PrunesFiles, SelectsRows
 from index_store.sources.builtin import (
@@ -27,7 +29,9 @@ __all__ = [
 # In the order they are asked (the order ``explain`` credits them in).
 _SOURCES: list[IndexSource] = [
     FileStatistics(),
+    HudiPartitionStatsSource(),
     HudiMetadataSource(),
+    HudiBloomFilterSource(),
     BloomFilters(),
     SecondaryIndexSource(),
     RecordKeys(),

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from index_store.data_files import reading_data_file
 from index_store.errors import TableFormatError
 from index_store.hudi_log import IS_DELETE, ORDERING_VALUE, RECORD_KEY, SEQUENCE, scan_log_files
 from index_store.hudi_log.records import promoted_type
@@ -200,7 +201,7 @@ def base_records(table: SliceTable, path: str, distinct: pa.StringArray) -> tupl
     """The base file's rows of the wanted keys, only the row groups that may hold one; the row
     groups and compressed bytes read."""
     spec, field = table.spec, table.rule.ordering_field
-    try:
+    with reading_data_file(path, what="base file", doing="tagging", then="run sync and tag again"):
         pf = pq.ParquetFile(path)
         groups = row_groups_admitting(pf, distinct, spec)
         names = pf.schema_arrow.names
@@ -211,12 +212,6 @@ def base_records(table: SliceTable, path: str, distinct: pa.StringArray) -> tupl
             )
         columns = list(spec.read_columns) + ([field] if field is not None and field in names else [])
         rows = pf.read_row_groups(groups, columns=columns) if groups else pf.schema_arrow.empty_table()
-    except FileNotFoundError:
-        raise TableFormatError(
-            f"base file {path} disappeared while tagging; run sync and tag again"
-        ) from None
-    except (pa.ArrowException, OSError) as exc:
-        raise TableFormatError(f"base file {path} is not readable parquet: {exc}") from None
     rows = rows_that_may_match(rows.select(columns), distinct, spec)
     keys = spec.keys_of(rows)
     hit = pc.is_in(keys, value_set=distinct)

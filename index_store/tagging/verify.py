@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from index_store.errors import TableFormatError
+from index_store.data_files import reading_data_file
 from index_store.record_key import RecordKeySpec
 
 __all__ = [
@@ -92,18 +92,12 @@ def thread_pool(workers: int | None) -> ThreadPoolExecutor:
 
 def _lookup_file(path: str, wanted: pa.StringArray, spec: RecordKeySpec) -> tuple[np.ndarray, int, int]:
     """Which of ``wanted`` are keys of the file; the row groups and bytes read to find out."""
-    try:
+    with reading_data_file(path, doing="tagging", then="run sync and tag again"):
         pf = pq.ParquetFile(path)
         groups = row_groups_admitting(pf, wanted, spec)
         if not groups:
             return np.zeros(0, dtype=np.int64), 0, 0
         table = pf.read_row_groups(groups, columns=list(spec.read_columns))
-    except FileNotFoundError:
-        raise TableFormatError(
-            f"data file {path} disappeared while tagging; run sync and tag again"
-        ) from None
-    except (pa.ArrowException, OSError) as exc:
-        raise TableFormatError(f"data file {path} is not readable parquet: {exc}") from None
     stored = spec.keys_of(rows_that_may_match(table, wanted, spec))
     hit = pc.is_in(wanted, value_set=stored).to_numpy(zero_copy_only=False)
     size = sum(

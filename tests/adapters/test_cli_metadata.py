@@ -22,8 +22,9 @@ def test_stats_name_the_partitions_and_those_used(
     assert code == 0
     assert out.startswith("no index built\nHudi metadata table: in step; partitions column_stats, files,")
     assert (
-        "  used: column_stats (prune), record_index (tag), secondary_index_merchant_idx (prune (= and IN))\n"
-        in out
+        "  used: column_stats (prune), record_index (tag), "
+        "secondary_index_merchant_idx (prune, rows (= and IN)), "
+        "secondary_index_txn_date_idx (prune, rows (= and IN))\n" in out
     )
     run(capsys, "build", str(root))
     code, out, _ = run(capsys, "stats", str(root), "--json")
@@ -31,7 +32,8 @@ def test_stats_name_the_partitions_and_those_used(
     assert summary["used"] == {
         "column_stats": "prune",
         "record_index": "tag",
-        "secondary_index_merchant_idx": "prune (= and IN)",
+        "secondary_index_merchant_idx": "prune, rows (= and IN)",
+        "secondary_index_txn_date_idx": "prune, rows (= and IN)",
     }
     assert "secondary_index_merchant_idx" in summary["partitions"]
     code, _, err = run(capsys, "stats", str(root), "--source", "own")
@@ -45,7 +47,8 @@ def test_prune_without_build_names_the_metadata_table(
     code, out, _ = run(capsys, "prune", str(root), "--where", "amount > 1000")
     assert code == 0
     assert "kept 2 of 5 files" in out
-    assert "Hudi metadata table (column_stats) 3" in out
+    # Two files by their partition's bounds first, the third by its own statistics.
+    assert "Hudi metadata table (partition_stats) 2, Hudi metadata table (column_stats) 1" in out
     code, _, err = run(capsys, "prune", str(root), "--where", "amount > 1000", "--source", "own")
     assert code == 2 and "no index yet" in err
     shutil.rmtree(root / ".hoodie" / "metadata")

@@ -99,7 +99,11 @@ def test_a_corrupt_index_file_is_reported_by_the_cli(table: Path, capsys: pytest
     use_costs(dataclasses.replace(before, lookup_file=0.0, lookup_row=0.0))
     try:
         code, out, err = run(
-            capsys, "query", str(table), "SELECT count(*) FROM t WHERE city = 'paris'", "--csv"
+            capsys,
+            "query",
+            str(table),
+            "SELECT count(*) FROM t WHERE city = 'paris' AND city <> 'oslo'",
+            "--csv",
         )
     finally:
         use_costs(before)

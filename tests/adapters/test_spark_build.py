@@ -12,13 +12,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from index_content import partition_tables
 from pyspark.sql import SparkSession
 
 from adapters.spark.build import build_index
 from hudi_expr import Expression, col
 from index_store import IndexedTable, open_table
 from index_store.errors import TableFormatError
-from index_store.partitions import REGISTRY
 
 
 def _flat(i: int, n: int = 40) -> pa.Table:
@@ -52,17 +52,6 @@ def flat_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for i in range(20):
         pq.write_table(_flat(i), root / f"part-{i:02d}.parquet")
     return root
-
-
-def _partition_tables(root: Path, index_root: Path, name: str) -> dict[str, pa.Table]:
-    """Every live index file of each partition, read back as written."""
-    table = open_table(root, index_path=index_root / name)
-    live = table.snapshot().live
-    return {
-        p: pa.concat_tables([pq.read_table(table.index_root / rel) for rel in live[p]])
-        for p in REGISTRY.names()
-        if live[p]
-    }
 
 
 def _assert_same_stats(a: IndexedTable, b: IndexedTable) -> None:
@@ -101,8 +90,8 @@ def _build_both(
         snap_s.next_file_idx,
         snap_s.checkpoint_version,
     )
-    parts_l = _partition_tables(root, index_root, "local")
-    parts_s = _partition_tables(root, index_root, "spark")
+    parts_l = partition_tables(root, index_root, "local")
+    parts_s = partition_tables(root, index_root, "spark")
     assert parts_l.keys() == parts_s.keys()
     for p, t in parts_l.items():
         assert t.equals(parts_s[p], check_metadata=True), p

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from hudi_metadata_writer import append_log, column_stats_record
@@ -17,6 +18,7 @@ from index_store.errors import MetadataOutOfStepError, MetadataPartitionUnavaila
 from index_store.hfile import HFileReader
 from index_store.hudi_log import read_log_file
 from index_store.hudi_metadata import HudiMetadataTable
+from index_store.hudi_metadata.routing import file_group_indexes
 from index_store.hudi_metadata.source import slice_cells
 from index_store.tables.hudi import HudiTable
 
@@ -317,21 +319,25 @@ def test_point_lookups_through_many_hfile_blocks(root: Path) -> None:
     mdt = HudiMetadataTable(root)
     live = mdt.files().to_pylist()[0]
     file_id = live["file_name"].split("_")[0]
-    records = [_ri_record(f"extra-{i:05d}", live["partition"], file_id, i) for i in range(3000)]
-    group = _file_group(mdt, "record_index")
+    # Keys Hudi's hash sends to the first file group (where they are written), as Hudi writes them.
+    count = len(mdt.layout.slices("record_index"))
+    candidates = pa.array([f"extra-{i:06d}" for i in range(count * 4000)])
+    names = candidates.filter(pa.array(file_group_indexes(candidates, count) == 0)).to_pylist()[:3001]
+    records = [_ri_record(k, live["partition"], file_id, i) for i, k in enumerate(names[:3000])]
+    group = mdt.layout.slices("record_index")[0].file_id
     before = mdt.record_index().num_rows
     path = append_log(root, "record_index", group, _latest(root), records, block_size=2048)
     (block,) = read_log_file(str(path))
     assert HFileReader(block.content).trailer.data_index_levels > 1  # many blocks, a multi-level index
-    append_log(root, "record_index", group, _latest(root), deleted_keys=["extra-00007"], version=10)
+    append_log(root, "record_index", group, _latest(root), deleted_keys=[names[7]], version=10)
     after = HudiMetadataTable(root)
     full = after.record_index()
     assert full.num_rows == before + 2999
-    wanted = ["extra-00000", "extra-00007", "extra-01500", "extra-02999", "extra-03000", "TXN-001"]
+    wanted = [names[0], names[7], names[1500], names[2999], names[3000], "TXN-001"]
     got = {r["record_key"]: r for r in after.record_index(wanted).to_pylist()}
-    assert sorted(got) == ["TXN-001", "extra-00000", "extra-01500", "extra-02999"]
-    assert got["extra-01500"] == {
-        "record_key": "extra-01500",
+    assert sorted(got) == sorted(["TXN-001", names[0], names[1500], names[2999]])
+    assert got[names[1500]] == {
+        "record_key": names[1500],
         "partition": live["partition"],
         "file_id": file_id,
         "instant": "20260307162449244",

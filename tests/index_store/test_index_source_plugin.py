@@ -166,9 +166,11 @@ def _names(files: dict[str, pa.Array]) -> dict[str, list[int]]:
 def test_the_source_is_listed_and_protocol_checked(registered: IndexSource) -> None:
     assert isinstance(registered, IndexSource)
     assert index_sources()[-1] is registered
-    assert [s.name for s in index_sources()[:5]] == [
+    assert [s.name for s in index_sources()[:7]] == [
         "column statistics",
+        "Hudi metadata table (partition_stats)",
         "Hudi metadata table (column_stats)",
+        "Hudi metadata table (bloom_filters)",
         "bloom filters",
         "secondary indexes",
         "record keys",

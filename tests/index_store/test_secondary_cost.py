@@ -125,6 +125,28 @@ def test_choose_prices_counts_without_reads() -> None:
     assert rows.decoded_rows == float(np.minimum(n, upper * c.decode_unit).sum())
 
 
+def test_exists_without_the_index_is_priced_until_the_first_match() -> None:
+    # DuckDB alone stops at the first match: with many matches in the first file, reading
+    # without the index costs a fraction of the files, and an inexact EXISTS is not sent to the
+    # index on the whole read's price.
+    c = stored_costs("duckdb")
+    n = np.full(20, 300_000.0)
+    work = Work("exists", n, np.zeros(20, dtype=bool), 16, 1, 0, 20, int(n.sum()))
+    many = np.full(20, 500.0)
+    early = choose(c, work, many, many, lookups=20, lookup_rows=float(n.sum()), exact=False)
+    whole = choose(c, dataclasses.replace(work, purpose="count"), many, many, 20, float(n.sum()), False)
+    assert early.pruning_ms < whole.pruning_ms / 10
+    assert early.path != "index"
+    # No match expected anywhere: the whole read is what it costs.
+    none = np.zeros(20)
+    empty = choose(c, work, none, none, lookups=20, lookup_rows=float(n.sum()), exact=False)
+    assert empty.pruning_ms == pytest.approx(
+        choose(
+            c, dataclasses.replace(work, purpose="count"), none, none, 20, float(n.sum()), False
+        ).pruning_ms
+    )
+
+
 def test_more_than_ten_predicates_is_still_a_rule(table: IndexedTable) -> None:
     many = (col("k") == 0) & (col("v") == 0)
     for i in range(1, 11):  # eleven leaves on k (the ANDs keep them from merging into one IN)

@@ -26,7 +26,7 @@ import pytest
 
 from hudi_expr import Expression, col
 from index_store import CommitConflictError, IndexCorruptError, IndexDefinitionError, IndexedTable, open_table
-from index_store.secondary.build import FileTask, index_file_bytes_for
+from index_store.secondary.build import FileTask, write_index_file_for
 from index_store.secondary.cost import costs_for, use_costs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -256,8 +256,10 @@ def test_unreadable_index_file_raises_or_scans(root: Path, how: str) -> None:
     with pytest.raises(IndexCorruptError) as info:
         t.row_ids(EXPR)
     assert target.name in str(info.value)
+    # The count of the indexed leaf comes from the dictionary: no index file is opened.
+    assert t.count(EXPR) == _count(root, EXPR)
     with _lookups_free(), pytest.raises(IndexCorruptError):
-        t.count(EXPR)  # a count that asks the index
+        t.count(EXPR & (col("a") != 7))  # two leaves: a count that asks the index files
     # Told to scan, the file's rows are all candidates; the others stay exact.
     ids = _ids(t, EXPR, on_corrupt="scan")
     truth = _truth(root, EXPR)
@@ -328,8 +330,8 @@ def test_build_keeps_secondary_index_definitions(root: Path) -> None:
 def _blocking_compute(arrived: threading.Barrier | threading.Event, go: threading.Event | None) -> Any:
     """A ``compute`` hook computing locally, which holds the builder between computing and committing."""
 
-    def compute(table_root: str, tasks: Sequence[FileTask]) -> list[Any]:
-        out = [index_file_bytes_for(table_root, task) for task in tasks]
+    def compute(table_root: str, staging: Path, tasks: Sequence[FileTask], rels: Sequence[str]) -> list[Any]:
+        out = [write_index_file_for(table_root, staging, t, rel) for t, rel in zip(tasks, rels, strict=True)]
         if isinstance(arrived, threading.Barrier):
             arrived.wait(timeout=30)
         else:

@@ -1,0 +1,184 @@
+"""The secondary index's global term dictionary (``index_store.secondary.dictionary``).
+
+Its entries are DuckDB's ``GROUP BY key, file`` over the data after build, update + build and
+compact; ``count``/``exists`` of an exactly indexed leaf come from it without opening an index
+file; estimates of =, IN and ranges are exact; a stale dictionary is read past per file (right
+answers), a corrupt one raises ``IndexCorruptError`` (or is read past with ``on_corrupt="scan"``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hudi_expr import Expression, col
+from index_store import IndexCorruptError, IndexedTable, open_table
+from index_store.partitions.secondary_dict import DICTIONARY, DictionaryMeta, write_dictionary
+from index_store.secondary import UseRules
+from index_store.secondary.dictionary import Dictionary, load_dictionaries
+
+FORCE = UseRules(max_predicates=100, by_cost=False)
+
+
+def _write(root: Path, name: str, seed: int, n: int = 400) -> None:
+    rng = np.random.default_rng(seed)
+    a = pa.array([None if i % 17 == 0 else int(v) for i, v in enumerate(rng.integers(0, 40, n))], pa.int64())
+    words = np.array(["red", "Blue", "green", "tea", "pot"])
+    s = [f"{words[i % 5]} {words[(i * 3 + seed) % 5]}" for i in range(n)]
+    pq.write_table(pa.table({"a": a, "s": pa.array(s), "u": pa.array(range(n), pa.int64())}), root / name)
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> IndexedTable:
+    root = tmp_path / "t"
+    root.mkdir()
+    for k in range(3):
+        _write(root, f"f{k}.parquet", k)
+    t = open_table(root)
+    t.build(progress=False)
+    t.create_index("a")
+    t.create_index("s", index_type="term")
+    t.build_index(progress=False)
+    return t
+
+
+def _dictionaries(t: IndexedTable) -> dict[tuple[str, str], Dictionary]:
+    return load_dictionaries(t.index_root, t.snapshot().live.get(DICTIONARY, ()))
+
+
+def _entries(t: IndexedTable, key: tuple[str, str]) -> set[tuple[object, str, int]]:
+    """The dictionary's (key, base file path, rows) of one column, for the live files."""
+    d = _dictionaries(t)[key]
+    files = t.secondary._load().files
+    path_of = dict(zip(files["file_idx"].to_pylist(), files["path"].to_pylist(), strict=True))
+    table = pq.read_table(d.path)
+    return {
+        (k, path_of[f], r)
+        for k, f, r in zip(
+            table["key"].to_pylist(), table["file_idx"].to_pylist(), table["rows"].to_pylist(), strict=True
+        )
+        if f in path_of
+    }
+
+
+def _truth(root: Path) -> set[tuple[object, str, int]]:
+    rows = duckdb.sql(
+        "SELECT a, parse_filename(filename), count(*) "
+        f"FROM read_parquet('{root}/*.parquet', filename = true) GROUP BY ALL"
+    ).fetchall()
+    return {(a, f, n) for a, f, n in rows}
+
+
+def _count(root: Path, expr: Expression) -> int:
+    return int(
+        duckdb.sql(f"SELECT count(*) FROM read_parquet('{root}/*.parquet') WHERE {expr}").fetchall()[0][0]
+    )
+
+
+def test_entries_are_the_group_by_after_build_update_compact(table: IndexedTable) -> None:
+    root = Path(table.root)
+    assert _entries(table, ("value", "a")) == _truth(root)
+    _write(root, "f3.parquet", 3)
+    (root / "f0.parquet").unlink()
+    table.update(added=["f3.parquet"], removed=["f0.parquet"], progress=False)
+    table.build_index(progress=False)
+    assert _entries(table, ("value", "a")) == _truth(root)
+    before = len(pq.read_table(_dictionaries(table)[("value", "a")].path))
+    (root / "f1.parquet").unlink()
+    table.update(removed=["f1.parquet"], progress=False)  # the dictionary still lists f1's keys
+    assert _entries(table, ("value", "a")) == _truth(root)
+    table.compact()
+    assert _entries(table, ("value", "a")) == _truth(root)
+    # Compaction dropped the entries of the file no longer live.
+    assert len(pq.read_table(_dictionaries(table)[("value", "a")].path)) < before
+    terms = _entries(table, ("term", "s"))
+    assert {k for k, _, _ in terms} == {"red", "blue", "green", "tea", "pot"}
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        col("a") == 7,
+        col("a").isin([1, 2, 99]),
+        (col("a") >= 10) & (col("a") < 20),
+        col("a") > 35,
+        col("a").is_null(),
+    ],
+)
+def test_count_and_exists_without_reading_an_index_file(table: IndexedTable, expr: Expression) -> None:
+    root = Path(table.root)
+    truth = _count(root, expr)
+    assert table.secondary.dictionary_count(expr) == truth
+    # The per-file index files gone: the answer cannot have come from them.
+    for f in (table.index_root / "value").rglob("*.idx"):
+        f.write_bytes(b"not an index file")
+    fresh = open_table(root)
+    assert fresh.count(expr) == truth
+    assert fresh.exists(expr) == (truth > 0)
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        col("a") == 7,
+        col("a").isin([1, 2, 99]),
+        (col("a") >= 10) & (col("a") <= 12),
+        col("s").contains_term("tea"),
+    ],
+)
+def test_estimates_are_exact(table: IndexedTable, expr: Expression) -> None:
+    root = Path(table.root)
+    sql = str(expr).replace("contains_term(s, 'tea')", "regexp_matches(lower(s), '\\btea\\b')")
+    truth = _count(root, sql)  # type: ignore[arg-type]
+    choice = table.select(expr, FORCE).use.choice
+    assert choice is not None
+    assert choice.selected_upper == truth
+    assert choice.selected_expected == truth
+
+
+def test_a_file_indexed_after_the_dictionary_is_answered_per_file(table: IndexedTable) -> None:
+    root = Path(table.root)
+    _write(root, "f9.parquet", 9)
+    table.update(added=["f9.parquet"], progress=False)  # no index file for it yet
+    expr = col("a") == 7
+    assert table.secondary.dictionary_count(expr) is None
+    assert table.count(expr) == _count(root, expr)
+
+
+def test_a_stale_dictionary_is_never_a_wrong_answer(table: IndexedTable) -> None:
+    root = Path(table.root)
+    d = _dictionaries(table)[("value", "a")]
+    wrong = pq.read_table(d.path)
+    wrong = wrong.set_column(2, "rows", pa.array(np.asarray(wrong["rows"]) * 5, pa.int64()))
+    # Entries that claim other index files (another manifest version): not trusted for any file.
+    stale = DictionaryMeta("value", "a", d.meta.file_idx, d.meta.version + 1000)
+    rel = write_dictionary(table.index_root, wrong, stale)
+    (table.index_root / rel).replace(d.path)
+    fresh = open_table(root)
+    for expr in (col("a") == 7, col("a").isin([3, 4])):
+        assert fresh.secondary.dictionary_count(expr) is None
+        assert fresh.count(expr) == _count(root, expr)
+        choice = fresh.select(expr, FORCE).use.choice
+        assert choice is not None and choice.selected_upper >= _count(root, expr)
+
+
+def test_a_corrupt_dictionary_raises(table: IndexedTable) -> None:
+    d = _dictionaries(table)[("value", "a")]
+    d.path.write_bytes(b"PAR1 garbage")
+    fresh = open_table(table.root)
+    with pytest.raises(IndexCorruptError):
+        fresh.count(col("a") == 7)
+    selection = open_table(table.root).select(col("a") == 7, FORCE, on_corrupt="scan")
+    assert any("dictionary" in note for note in selection.corrupt)
+    assert sum(len(ids) for ids in selection.row_ids().values()) == _count(Path(table.root), col("a") == 7)
+
+
+def test_drop_index_retires_its_dictionary(table: IndexedTable) -> None:
+    name = next(s.name for s in table.indexes() if s.index_type == "term")
+    table.drop_index(name)
+    assert set(_dictionaries(table)) == {("value", "a")}
