@@ -200,6 +200,11 @@ class BloomFilter:
         h1, h2, valid = _hash_with_validity(_as_array(values, type))
         if not valid.all():
             h1, h2 = h1[valid], h2[valid]
+        self.add_hashes(h1, h2)
+
+    def add_hashes(self, h1: np.ndarray, h2: np.ndarray) -> None:
+        """Add the keys whose ``hash_keys`` are ``(h1, h2)`` (hash many keys once, add them to
+        several filters)."""
         if h1.size == 0:
             return
         m = np.uint64(self.num_bits)

@@ -43,7 +43,7 @@ from index_store.partitions.secondary import (
     write_manifest,
 )
 from index_store.partitions.secondary_dict import DICTIONARY
-from index_store.secondary.build import ComputeIndexFiles, FileTask, build_files
+from index_store.secondary.build import ComputeIndexFiles, FileTask, build_files, staged_path
 from index_store.secondary.cost import (
     FileFacts,
     Known,
@@ -354,7 +354,7 @@ class SecondaryIndexes:
             for rel, dst_rel in final.items():
                 dst = self.index_root / dst_rel
                 dst.parent.mkdir(parents=True, exist_ok=True)
-                os.link(staging / rel, dst)
+                os.link(staged_path(staging, rel), dst)
             new_rows = built.set_column(
                 built.schema.get_field_index("index_file"),
                 "index_file",

@@ -31,6 +31,7 @@ from index_store.partitions.secondary_dict import (
     open_dictionary,
     write_dictionary,
 )
+from index_store.secondary.build import staged_path
 from index_store.secondary.format import IndexFile
 
 __all__ = [
@@ -63,8 +64,9 @@ def _file_entries(path: Path, column: str, file_idx: int) -> pa.Table:
 
 
 def fresh_entries(folder: Path, built: pa.Table) -> dict[ColumnKey, pa.Table]:
-    """The dictionary rows of freshly built index files (``built``: their manifest rows, their
-    ``index_file`` relative to ``folder``), per (index type, column). Read on the worker pool."""
+    """The dictionary rows of freshly built index files (``built``: their manifest rows, each
+    ``index_file`` staged in ``folder`` at ``staged_path``), per (index type, column). Read on the
+    worker pool."""
     from index_store.secondary.select import worker_pool
 
     jobs = list(
@@ -76,7 +78,7 @@ def fresh_entries(folder: Path, built: pa.Table) -> dict[ColumnKey, pa.Table]:
             strict=True,
         )
     )
-    parts = list(worker_pool().map(lambda j: _file_entries(folder / j[2], j[1], j[3]), jobs))
+    parts = list(worker_pool().map(lambda j: _file_entries(staged_path(folder, j[2]), j[1], j[3]), jobs))
     out: dict[ColumnKey, list[pa.Table]] = {}
     for (kind, column, _, _), part in zip(jobs, parts, strict=True):
         out.setdefault((kind, column), []).append(part)

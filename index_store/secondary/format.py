@@ -29,9 +29,22 @@ from hudi_expr import BloomFilter, Expression, FileStats, In, Reference, might_m
 from index_store.errors import IndexCorruptError
 from index_store.secondary.rowsets import encode_bitmap, is_dense, mask_of
 
-__all__ = ["ROW_GROUP_ENTRIES", "FileInfo", "IndexFile", "entries_of", "index_file_bytes", "open_cached"]
+__all__ = [
+    "FORMAT",
+    "READABLE_FORMATS",
+    "ROW_GROUP_ENTRIES",
+    "FileInfo",
+    "IndexFile",
+    "entries_by_file",
+    "entries_of",
+    "index_file_bytes",
+    "open_cached",
+]
 
-FORMAT = 1
+# Format 2 writes the key columns delta-encoded (``_key_encoding``); the entries are those of
+# format 1, which is still read. Any other number is refused: the index must be rebuilt.
+FORMAT = 2
+READABLE_FORMATS = (1, 2)
 META_KEY = b"hudi_index.secondary"
 # A row group of an index file holds at most this many entries and (unless one entry has more)
 # row ids: a lookup reads whole row groups of one column, so they are kept small.
@@ -56,36 +69,81 @@ class FileInfo:
 
 
 def entries_of(keys: pa.Array, rows: np.ndarray, row_count: int) -> pa.Table:
-    """The sorted entries (``key``, ``count``, ``rows``, ``bitmap``) of (key, row) pairs."""
+    """The sorted entries (``key``, ``count``, ``rows``, ``bitmap``) of (key, row) pairs; a pair
+    given twice is stored once. ``keys`` may be dictionary-encoded (its values are the keys)."""
+    return entries_by_file(keys, np.zeros(len(rows), dtype=np.int64), rows, [row_count])[0]
+
+
+def entries_by_file(
+    keys: pa.Array | pa.ChunkedArray, files: np.ndarray, rows: np.ndarray, row_counts: Sequence[int]
+) -> list[pa.Table]:
+    """``entries_of`` of several files at once: pair i belongs to file ``files[i]`` (an index
+    into ``row_counts``). One dictionary, one sort of the distinct keys and one integer sort for
+    all the files' pairs: a file's entries are the same as ``entries_of`` its pairs alone."""
     if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks()
-    pairs = pa.table({"key": keys, "row": pa.array(rows, pa.int64())})
-    order = pc.sort_indices(pairs, sort_keys=[("key", "ascending", "at_end"), ("row", "ascending", "at_end")])
-    keys_sorted = keys.take(order)
-    rows_sorted = rows[order.to_numpy()].astype(np.uint32)
-    n = len(keys_sorted)
-    if n == 0:
-        starts = np.zeros(0, dtype=np.int64)
-    else:
-        # A new entry wherever the key differs from the previous one (two nulls are one entry).
-        same = pc.fill_null(pc.equal(keys_sorted[1:], keys_sorted[:-1]), False).to_numpy(zero_copy_only=False)
-        both_null = pc.and_(pc.is_null(keys_sorted[1:]), pc.is_null(keys_sorted[:-1])).to_numpy(
-            zero_copy_only=False
+        keys = keys.combine_chunks() if keys.num_chunks else pa.array([], keys.type)
+    codes, distinct = _ranked_codes(keys)
+    rows = np.asarray(rows, dtype=np.int64)
+    # One int64 per pair, (file, key rank, row): a numeric sort orders each file's pairs by key,
+    # then row, without comparing the keys themselves (strings compare slowly); nulls rank last.
+    span = max(max(row_counts, default=1), int(rows.max()) + 1 if len(rows) else 0, 1)
+    ranks = len(distinct) + 1
+    if len(row_counts) * ranks * span >= 2**63:
+        raise ValueError("too many files, keys and rows for one batch: index fewer files at once")
+    pairs = np.sort((np.asarray(files, dtype=np.int64) * ranks + codes) * span + rows)
+    if len(pairs) > 1:
+        pairs = pairs[np.concatenate([[True], pairs[1:] != pairs[:-1]])]
+    file_code = pairs // span
+    rows_sorted = (pairs - file_code * span).astype(np.uint32)
+    starts = np.flatnonzero(np.diff(file_code, prepend=-1)).astype(np.int64)
+    entry_file = file_code[starts] // ranks
+    entry_codes = file_code[starts] - entry_file * ranks
+    entry_keys = _keys_at(distinct, entry_codes)
+    counts = np.diff(np.append(starts, len(pairs))).astype(np.uint32)
+    # Per file: its entries [first[f], first[f + 1]) and its pairs from starts[first[f]].
+    first = np.searchsorted(entry_file, np.arange(len(row_counts) + 1))
+    out = []
+    for f, row_count in enumerate(row_counts):
+        a, b = int(first[f]), int(first[f + 1])
+        lo = int(starts[a]) if a < len(starts) else len(pairs)
+        out.append(
+            _entries(
+                entry_keys[a:b],
+                counts[a:b],
+                starts[a:b] - lo,
+                rows_sorted[lo : lo + int(counts[a:b].sum())],
+                row_count,
+            )
         )
-        starts = np.concatenate([[0], np.flatnonzero(~(same | both_null)) + 1]).astype(np.int64)
-    counts = np.diff(np.append(starts, n)).astype(np.uint32)
+    return out
+
+
+def _keys_at(distinct: pa.Array, codes: np.ndarray) -> pa.Array:
+    """``distinct[codes]``, null where a code is ``len(distinct)``; without a copy when the codes
+    are every key once in order (one file whose keys are all distinct, the usual batch of one)."""
+    n = len(distinct)
+    if len(codes) in (n, n + 1) and np.array_equal(codes[:n], np.arange(n)):
+        return distinct if len(codes) == n else pa.concat_arrays([distinct, pa.nulls(1, distinct.type)])
+    return distinct.take(pa.array(codes, mask=codes == n))
+
+
+def _entries(
+    keys: pa.Array, counts: np.ndarray, starts: np.ndarray, rows: np.ndarray, row_count: int
+) -> pa.Table:
+    """One file's entries table from its sorted entries and their rows (``rows[starts[i]:]``)."""
+    n = len(rows)
     dense = is_dense(counts.astype(np.int64), row_count)
     offsets = np.append(starts, n).astype(np.int32)
-    lists = pa.ListArray.from_arrays(pa.array(offsets), pa.array(rows_sorted, pa.uint32()))
+    lists = pa.ListArray.from_arrays(pa.array(offsets), pa.array(rows, pa.uint32()))
     bitmaps: list[bytes | None] = [None] * len(starts)
     if dense.any():
         # Dense entries are few per file (each covers a quarter of its rows or more).
         for i in np.flatnonzero(dense):
-            bitmaps[i] = encode_bitmap(rows_sorted[starts[i] : starts[i] + counts[i]], row_count)
+            bitmaps[i] = encode_bitmap(rows[starts[i] : starts[i] + counts[i]], row_count)
         lists = pc.if_else(pa.array(~dense), lists, pa.nulls(len(starts), lists.type))
     return pa.table(
         {
-            "key": keys_sorted.take(pa.array(starts)),
+            "key": keys,
             "count": pa.array(counts, pa.uint32()),
             "rows": lists,
             "bitmap": pa.array(bitmaps, pa.binary()),
@@ -93,12 +151,35 @@ def entries_of(keys: pa.Array, rows: np.ndarray, row_count: int) -> pa.Table:
     )
 
 
+def _ranked_codes(keys: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Per key its rank among the distinct keys (int64; a null ranks after every key), and the
+    distinct keys in ascending order."""
+    if pa.types.is_dictionary(keys.type):
+        # The dictionary may repeat a value or hold unused ones: encode its values again.
+        again = pc.dictionary_encode(keys.dictionary)
+        values = again.dictionary
+        index = again.indices.take(keys.indices)
+    else:
+        encoded = pc.dictionary_encode(keys)
+        values, index = encoded.dictionary, encoded.indices
+    order = pc.sort_indices(values).to_numpy()
+    rank = np.empty(len(order) + 1, dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    rank[len(order)] = len(order)  # null
+    codes = rank[np.asarray(index.fill_null(len(order)).to_numpy(zero_copy_only=False), dtype=np.int64)]
+    return codes, values.take(pa.array(order))
+
+
 def index_file_bytes(
-    kind: str, info: FileInfo, blocks: Mapping[str, pa.Table]
+    kind: str,
+    info: FileInfo,
+    blocks: Mapping[str, pa.Table],
+    key_hashes: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> tuple[bytes, dict[str, dict[str, Any]]]:
     """The content of one index file (``blocks`` maps each indexed column to its entries), and per
     column its entry counts (distinct keys, rows with a null, (key, row) pairs, most rows of a
-    key) and a bloom filter of its distinct keys (``bloom``, serialized), for the manifest."""
+    key) and a bloom filter of its distinct keys (``bloom``, serialized), for the manifest.
+    ``key_hashes`` may give a column's ``hash_keys`` of its non-null entry keys, computed already."""
     key_fields = [pa.field(c, block.schema.field("key").type) for c, block in blocks.items()]
     schema = pa.schema(key_fields + _FIXED)
     layout: dict[str, list[int]] = {}
@@ -110,7 +191,11 @@ def index_file_bytes(
         schema,
         compression="zstd",
         use_dictionary=False,
-        column_encoding={"count": "DELTA_BINARY_PACKED", "rows.list.element": "DELTA_BINARY_PACKED"},
+        column_encoding={
+            **{f.name: enc for f in key_fields if (enc := _key_encoding(f.type)) is not None},
+            "count": "DELTA_BINARY_PACKED",
+            "rows.list.element": "DELTA_BINARY_PACKED",
+        },
         write_statistics=[f.name for f in key_fields],
         # A CRC per page: overwritten bytes in a page are an error when read, not other row ids
         # (without it, 16 bytes of 0xff in a page changed a count from the index, silently).
@@ -137,7 +222,7 @@ def index_file_bytes(
                 "null_rows": int(count[nulls].sum()),
                 "pairs": int(count[~nulls].sum()),
                 "max_rows": int(count[~nulls].max()) if (~nulls).any() else 0,
-                "bloom": _bloom_of(block["key"].drop_null()),
+                "bloom": _bloom_of(block["key"].drop_null(), (key_hashes or {}).get(column)),
             }
         writer.add_key_value_metadata(
             {
@@ -161,6 +246,22 @@ def index_file_bytes(
     return sink.getvalue(), counts
 
 
+def _key_encoding(key_type: pa.DataType) -> str | None:
+    """The parquet encoding of a sorted key column: deltas of sorted integers (dates, timestamps)
+    and shared prefixes of sorted strings are small (format 2; format 1 stored keys PLAIN)."""
+    t = key_type
+    if pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_time(t):
+        return "DELTA_BINARY_PACKED"
+    if (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    ):
+        return "DELTA_BYTE_ARRAY"
+    return None
+
+
 def _row_group_cuts(counts: np.ndarray) -> list[int]:
     """Entry positions where row groups start (and the end): a new group after ``ROW_GROUP_ENTRIES``
     entries or once ``ROW_GROUP_IDS`` row ids are in the current one. At least one group."""
@@ -175,10 +276,12 @@ def _row_group_cuts(counts: np.ndarray) -> list[int]:
     return cuts if len(cuts) > 1 else [0, 0]
 
 
-def _bloom_of(keys: pa.Array) -> bytes:
+def _bloom_of(keys: pa.Array, hashes: tuple[np.ndarray, np.ndarray] | None = None) -> bytes:
     """A bloom filter of a file's distinct keys: lets a lookup skip index files without the key."""
     bloom = BloomFilter.for_entries(max(len(keys), 1), BLOOM_FPP)
-    if len(keys):
+    if hashes is not None:
+        bloom.add_hashes(*hashes)
+    elif len(keys):
         bloom.add_all(keys, type=keys.type)
     return bloom.to_bytes()
 
@@ -194,8 +297,12 @@ class IndexFile:
             if raw is None:
                 raise ValueError("no secondary index metadata in the footer")
             meta: dict[str, Any] = json.loads(raw)
-            if meta.get("format") != FORMAT:
-                raise ValueError(f"unknown format {meta.get('format')!r}")
+            if meta.get("format") not in READABLE_FORMATS:
+                raise ValueError(
+                    f"index file format {meta.get('format')!r}, this version reads formats "
+                    f"{', '.join(map(str, READABLE_FORMATS))}: rebuild the index with "
+                    "build_index(strategy='all')"
+                )
             self.kind = str(meta["type"])
             self.info = FileInfo(
                 str(meta["base_file"]), int(meta["size"]), meta["mtime_ns"], int(meta["row_count"])

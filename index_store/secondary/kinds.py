@@ -57,7 +57,8 @@ class IndexKind(Protocol):
         ...
 
     def pairs(self, values: pa.Array) -> tuple[pa.Array, np.ndarray]:
-        """The (key, row position) pairs to store for one file's values of the column."""
+        """The (key, row position) pairs to store for one file's values of the column (keys
+        plain or dictionary-encoded; a pair may repeat)."""
         ...
 
     def lookup(self, leaf: Predicate) -> KeyLookup | None:
@@ -176,11 +177,11 @@ class TermIndex:
         return pa.string()
 
     def pairs(self, values: pa.Array) -> tuple[pa.Array, np.ndarray]:
-        from hudi_expr.terms import tokenize
+        from hudi_expr.terms import term_occurrences
 
-        if pa.types.is_dictionary(values.type):
-            values = values.cast(values.type.value_type)
-        terms, rows = tokenize(values)
+        # Each occurrence, dictionary-encoded: the entries keep a (term, row) pair once and sort
+        # the distinct terms only (``entries_of``).
+        terms, rows = term_occurrences(values)
         return terms, np.asarray(rows, dtype=np.int64)
 
     def lookup(self, leaf: Predicate) -> KeyLookup | None:
