@@ -23,8 +23,6 @@ import pyarrow.parquet as pq
 
 from hudi_expr import Expression
 from hudi_expr.expressions import And, BoundReference, EqualTo, In
-from index_store.builder import top_field
-from index_store.errors import IndexDefinitionError
 from index_store.hudi_source.secondary import (
     KEY_COLUMN,
     PlacedKeys,
@@ -36,6 +34,7 @@ from index_store.hudi_source.secondary import (
 )
 from index_store.hudi_source.view import SOURCE_NAME, HudiIndexStatus, MetadataState
 from index_store.merged.read import MergedSlices, QueryType
+from index_store.merged.rows import columns_to_read
 from index_store.merged.schema import MergedLayout
 from index_store.secondary.api import IndexStatus, RowSelection
 from index_store.secondary.select import FileRows, IndexUse
@@ -140,14 +139,8 @@ def _planned(
     reader: TableReader, found: SecondaryRows, expr: Expression, columns: Sequence[str] | None
 ) -> tuple[MergedLayout, Expression, list[str], list[str]]:
     layout = MergedLayout.of(reader)
-    schema = layout.schema
-    wanted = list(schema.names) if columns is None else list(columns)
-    for c in wanted:
-        if c not in schema.names:
-            raise IndexDefinitionError(f"no column {c!r} in the table (columns: {', '.join(schema.names)})")
-    bound = expr.bind(schema)
-    by_key = [KEY_COLUMN] if found.unique and KEY_COLUMN in schema.names else []
-    needed = list(dict.fromkeys(wanted + [top_field(schema, c) or c for c in bound.references()] + by_key))
+    by_key = [KEY_COLUMN] if found.unique and KEY_COLUMN in layout.schema.names else []
+    bound, wanted, needed = columns_to_read(layout.schema, expr, columns, by_key)
     return layout, bound, wanted, needed
 
 

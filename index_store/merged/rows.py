@@ -25,7 +25,7 @@ from index_store.tables.base import FileSlice
 if TYPE_CHECKING:
     from index_store.table import IndexedTable
 
-__all__ = ["count_rows", "exists_row", "read_rows"]
+__all__ = ["columns_to_read", "count_rows", "exists_row", "read_rows"]
 
 
 def read_rows(
@@ -67,11 +67,20 @@ def _plan(
     reads) and the slices pruning keeps."""
     slices = pruned_slices(table, expr)
     layout = MergedLayout.of(table.reader)
-    schema = layout.schema
+    bound, _, needed = columns_to_read(layout.schema, expr, columns)
+    return layout, bound, needed, slices
+
+
+def columns_to_read(
+    schema: pa.Schema, expr: Expression, columns: Sequence[str] | None, extra: Sequence[str] = ()
+) -> tuple[Expression, list[str], list[str]]:
+    """``expr`` bound to the merged ``schema``; the columns asked for (every one for None), each
+    checked to exist; and the columns to read: those, then the ones the predicate reads, then
+    ``extra``."""
     wanted = list(schema.names) if columns is None else list(columns)
     for c in wanted:
         if c not in schema.names:
             raise IndexDefinitionError(f"no column {c!r} in the table (columns: {', '.join(schema.names)})")
     bound = expr.bind(schema)
-    needed = list(dict.fromkeys(wanted + [top_field(schema, c) or c for c in bound.references()]))
-    return layout, bound, needed, slices
+    needed = list(dict.fromkeys([*wanted, *(top_field(schema, c) or c for c in bound.references()), *extra]))
+    return bound, wanted, needed
