@@ -127,3 +127,19 @@ def column_stats_record(
             else {"typeOrdinal": value_type, "additionalInfo": type_info},
         },
     }
+
+
+def latest_commit(root: Path) -> str:
+    """The data table's latest completed commit (the metadata table's latest delta commit)."""
+    from index_store.tables.hudi import HudiTable
+
+    latest = HudiTable(root).timeline().latest_completed_commit()
+    assert latest is not None
+    return latest
+
+
+def set_table_property(root: Path, key: str, value: str) -> None:
+    """``key=value`` in the table's ``hoodie.properties``, replacing any earlier value."""
+    props = root / ".hoodie" / "hoodie.properties"
+    lines = [line for line in props.read_text().splitlines() if not line.startswith(f"{key}=")]
+    props.write_text("\n".join([*lines, f"{key}={value}"]) + "\n")

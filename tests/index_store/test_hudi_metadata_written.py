@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from hudi_metadata_writer import append_log, column_stats_record
+from hudi_metadata_writer import append_log, column_stats_record, latest_commit, set_table_property
 
 from index_store.errors import MetadataOutOfStepError, MetadataPartitionUnavailableError, MetadataTableError
 from index_store.hfile import HFileReader
@@ -28,12 +28,6 @@ TABLE = "v9_txns_simple_meta"
 @pytest.fixture
 def root(copy_table: Callable[[str], Path]) -> Path:
     return copy_table(TABLE)
-
-
-def _latest(root: Path) -> str:
-    latest = HudiTable(root).timeline().latest_completed_commit()
-    assert latest is not None
-    return latest
 
 
 def _file_group(mdt: HudiMetadataTable, partition: str, key: str | None = None) -> str:
@@ -58,7 +52,7 @@ def test_a_tombstone_leaves_the_file_without_statistics(root: Path) -> None:
     before = {r["file_name"]: r for r in mdt.column_stats(["amount", "txn_ts"]).to_pylist()}
     key = _stats_key(mdt, target, "amount")
     record = column_stats_record(key, target, "amount", None, None, deleted=True)
-    append_log(root, "column_stats", _file_group(mdt, "column_stats", key), _latest(root), [record])
+    append_log(root, "column_stats", _file_group(mdt, "column_stats", key), latest_commit(root), [record])
     after = {
         r["file_name"]: r for r in HudiMetadataTable(root).column_stats(["amount", "txn_ts"]).to_pylist()
     }
@@ -76,7 +70,7 @@ def test_statistics_of_a_file_no_longer_live_are_left_out(root: Path) -> None:
         column_stats_record(f"stale-{i}", name, "amount", ("LongWrapper", 1), ("LongWrapper", 2))
         for i, name in enumerate((stale, gone))
     ]
-    append_log(root, "column_stats", _file_group(mdt, "column_stats"), _latest(root), records)
+    append_log(root, "column_stats", _file_group(mdt, "column_stats"), latest_commit(root), records)
     stats = HudiMetadataTable(root).column_stats()
     assert set(stats["file_name"].to_pylist()) == live
 
@@ -97,7 +91,7 @@ def test_merged_statistics_widen_until_a_tight_record(root: Path) -> None:
         value_type=4,
         counts=(3, 1, 10, 20),
     )
-    append_log(root, "column_stats", group, _latest(root), [wider], version=9)
+    append_log(root, "column_stats", group, latest_commit(root), [wider], version=9)
     (merged,) = [
         r["txn_ts"]
         for r in HudiMetadataTable(root).column_stats(["txn_ts"]).to_pylist()
@@ -108,7 +102,7 @@ def test_merged_statistics_widen_until_a_tight_record(root: Path) -> None:
     tight = column_stats_record(
         key, target, "txn_ts", ("LongWrapper", 7), ("LongWrapper", 8), value_type=4, tight=True
     )
-    append_log(root, "column_stats", group, _latest(root), [tight], version=10)
+    append_log(root, "column_stats", group, latest_commit(root), [tight], version=10)
     (replaced,) = [
         r["txn_ts"]
         for r in HudiMetadataTable(root).column_stats(["txn_ts"]).to_pylist()
@@ -122,7 +116,7 @@ def test_a_delete_block_removes_record_index_keys(root: Path) -> None:
     keys = mdt.record_index()["record_key"].to_pylist()
     gone = keys[0]
     append_log(
-        root, "record_index", _file_group(mdt, "record_index", gone), _latest(root), deleted_keys=[gone]
+        root, "record_index", _file_group(mdt, "record_index", gone), latest_commit(root), deleted_keys=[gone]
     )
     after = HudiMetadataTable(root)
     assert after.record_index()["record_key"].to_pylist() == keys[1:]
@@ -156,7 +150,7 @@ def test_a_record_index_entry_in_a_replaced_file_group_is_an_error(root: Path) -
             "position": None,
         },
     }
-    append_log(root, "record_index", _file_group(mdt, "record_index", keys[0]), _latest(root), [record])
+    append_log(root, "record_index", _file_group(mdt, "record_index", keys[0]), latest_commit(root), [record])
     after = HudiMetadataTable(root)
     with pytest.raises(MetadataTableError, match=re.escape(file_id)):
         after.record_index()
@@ -175,7 +169,9 @@ def test_a_secondary_index_tombstone_removes_the_entry(root: Path) -> None:
     escaped = {"key": "a\\$b\\\\$K-1", "type": 7, "SecondaryIndexMetadata": {"isDeleted": False}}
     null_key = {"key": "\0$K-2", "type": 7, "SecondaryIndexMetadata": {"isDeleted": False}}
     group = _file_group(mdt, "secondary_index_merchant_idx", key)
-    append_log(root, "secondary_index_merchant_idx", group, _latest(root), [tombstone, escaped, null_key])
+    append_log(
+        root, "secondary_index_merchant_idx", group, latest_commit(root), [tombstone, escaped, null_key]
+    )
     after = HudiMetadataTable(root).secondary_index("merchant_idx")
     got = set(zip(after["secondary_key"].to_pylist(), after["record_key"].to_pylist(), strict=True))
     assert got == (set(pairs) - {(secondary, record)}) | {("a$b\\", "K-1"), (None, "K-2")}
@@ -190,7 +186,7 @@ def _drop_instant(folder: Path, instant: str, completed_only: bool = True) -> No
 
 
 def test_a_metadata_table_behind_its_data_table_is_refused(root: Path) -> None:
-    latest = _latest(root)
+    latest = latest_commit(root)
     _drop_instant(root / ".hoodie" / "metadata" / ".hoodie" / "timeline", latest)
     mdt = HudiMetadataTable(root)
     assert not mdt.in_step_with(HudiTable(root))
@@ -202,7 +198,7 @@ def test_a_metadata_table_behind_its_data_table_is_refused(root: Path) -> None:
 
 
 def test_a_metadata_table_ahead_of_its_data_table_reads_as_hudi_does(root: Path) -> None:
-    latest = _latest(root)
+    latest = latest_commit(root)
     _drop_instant(root / ".hoodie" / "timeline", latest)  # the data commit is now inflight
     mdt = HudiMetadataTable(root)
     table = HudiTable(root)
@@ -214,14 +210,8 @@ def test_a_metadata_table_ahead_of_its_data_table_reads_as_hudi_does(root: Path)
     assert set(mdt.column_stats()["file_name"].to_pylist()) == {Path(p).name for p, _ in live}
 
 
-def _set_property(root: Path, key: str, value: str) -> None:
-    props = root / ".hoodie" / "hoodie.properties"
-    lines = [line for line in props.read_text().splitlines() if not line.startswith(f"{key}=")]
-    props.write_text("\n".join([*lines, f"{key}={value}"]) + "\n")
-
-
 def test_an_inflight_partition_is_not_read(root: Path) -> None:
-    _set_property(root, "hoodie.table.metadata.partitions.inflight", "column_stats")
+    set_table_property(root, "hoodie.table.metadata.partitions.inflight", "column_stats")
     mdt = HudiMetadataTable(root)
     assert mdt.partitions().inflight == ("column_stats",)
     assert "column_stats" not in mdt.partitions().available
@@ -267,7 +257,7 @@ def test_bloom_filters_found_by_file(root: Path) -> None:
                 "type": 4,
                 "BloomFilterMetadata": {
                     "type": bloom.type_code,
-                    "timestamp": _latest(root),
+                    "timestamp": latest_commit(root),
                     "bloomFilter": bloom.to_serialized().encode(),  # Hudi stores the base64 text
                     "isDeleted": False,
                 },
@@ -280,8 +270,8 @@ def test_bloom_filters_found_by_file(root: Path) -> None:
     }
     folder = root / ".hoodie" / "metadata" / "bloom_filters"
     folder.mkdir()
-    append_log(root, "bloom_filters", "bloom-filters-0000-0", _latest(root), records)
-    append_log(root, "bloom_filters", "bloom-filters-0000-0", _latest(root), [tombstone], version=10)
+    append_log(root, "bloom_filters", "bloom-filters-0000-0", latest_commit(root), records)
+    append_log(root, "bloom_filters", "bloom-filters-0000-0", latest_commit(root), [tombstone], version=10)
     props = root / ".hoodie" / "hoodie.properties"
     text = props.read_text()
     assert "hoodie.table.metadata.partitions=column_stats," in text
@@ -326,10 +316,10 @@ def test_point_lookups_through_many_hfile_blocks(root: Path) -> None:
     records = [_ri_record(k, live["partition"], file_id, i) for i, k in enumerate(names[:3000])]
     group = mdt.layout.slices("record_index")[0].file_id
     before = mdt.record_index().num_rows
-    path = append_log(root, "record_index", group, _latest(root), records, block_size=2048)
+    path = append_log(root, "record_index", group, latest_commit(root), records, block_size=2048)
     (block,) = read_log_file(str(path))
     assert HFileReader(block.content).trailer.data_index_levels > 1  # many blocks, a multi-level index
-    append_log(root, "record_index", group, _latest(root), deleted_keys=[names[7]], version=10)
+    append_log(root, "record_index", group, latest_commit(root), deleted_keys=[names[7]], version=10)
     after = HudiMetadataTable(root)
     full = after.record_index()
     assert full.num_rows == before + 2999
@@ -351,7 +341,7 @@ def test_a_rollback_block_undoes_a_metadata_block(root: Path) -> None:
     live = mdt.files().to_pylist()[0]
     file_id = live["file_name"].split("_")[0]
     group = _file_group(mdt, "record_index")
-    latest = _latest(root)
+    latest = latest_commit(root)
     append_log(root, "record_index", group, latest, [_ri_record("extra-1", live["partition"], file_id, 1)])
     assert HudiMetadataTable(root).record_index(["extra-1"]).num_rows == 1
     append_log(root, "record_index", group, latest, rollback=latest, version=10)

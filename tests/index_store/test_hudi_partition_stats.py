@@ -13,13 +13,12 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pytest
-from hudi_metadata_writer import append_log, column_stats_record
+from hudi_metadata_writer import append_log, column_stats_record, latest_commit, set_table_property
 
 from hudi_expr import Expression, col
 from index_store import open_table
 from index_store.hudi_metadata import HudiMetadataTable
 from index_store.hudi_metadata.index_ids import partition_stats_keys
-from index_store.tables.hudi import HudiTable
 
 hudi = pytest.importorskip("hudi")
 
@@ -64,18 +63,6 @@ def _must_keep(root: Path, where: str, params: list[object]) -> set[str]:
     return {_group(r[0]) for r in rows}
 
 
-def _latest(root: Path) -> str:
-    latest = HudiTable(root).timeline().latest_completed_commit()
-    assert latest is not None
-    return latest
-
-
-def _set_property(root: Path, key: str, value: str) -> None:
-    props = root / ".hoodie" / "hoodie.properties"
-    lines = [line for line in props.read_text().splitlines() if not line.startswith(f"{key}=")]
-    props.write_text("\n".join([*lines, f"{key}={value}"]) + "\n")
-
-
 def _ruled_out_partitions(root: Path, expr_column: str, test: Callable[[object, object], bool]) -> set[str]:
     stats = HudiMetadataTable(root).partition_stats([expr_column]).to_pylist()
     return {r["partition"] for r in stats if test(r[expr_column]["min"], r[expr_column]["max"])}
@@ -102,7 +89,7 @@ def test_a_partition_ruled_out_drops_all_its_files_without_column_stats(
     copy_table: Callable[[str], Path],
 ) -> None:
     root = copy_table("v9_txns_simple_meta")
-    _set_property(root, "hoodie.table.metadata.partitions.inflight", "column_stats")
+    set_table_property(root, "hoodie.table.metadata.partitions.inflight", "column_stats")
     out = _ruled_out_partitions(root, "amount", lambda lo, hi: hi <= Decimal("5000"))
     assert out  # some partition holds no amount above 5000
     result = open_table(root).prune(col("amount") > Decimal("5000"))
@@ -116,7 +103,7 @@ def test_a_partition_ruled_out_drops_all_its_files_without_column_stats(
 
 def test_partition_stats_being_built_or_behind_are_not_used(copy_table: Callable[[str], Path]) -> None:
     root = copy_table("v9_txns_simple_meta")
-    _set_property(root, "hoodie.table.metadata.partitions.inflight", "partition_stats")
+    set_table_property(root, "hoodie.table.metadata.partitions.inflight", "partition_stats")
     result = open_table(root).prune(col("amount") > Decimal("5000"))
     assert SOURCE not in result.removed_by_source
     assert result.kept < result.total  # column_stats still answers
@@ -124,7 +111,7 @@ def test_partition_stats_being_built_or_behind_are_not_used(copy_table: Callable
 
     root = copy_table("v9_txns_complex_meta")
     timeline = root / ".hoodie" / "metadata" / ".hoodie" / "timeline"
-    latest = _latest(root)
+    latest = latest_commit(root)
     for p in timeline.iterdir():
         if p.name.startswith(latest) and re.fullmatch(r"\d+_\d+\.\w+", p.name):
             p.unlink()
@@ -159,7 +146,7 @@ def test_counts_and_tombstones_keep_partitions(copy_table: Callable[[str], Path]
     )
     # Its amount statistics deleted: unknown, so its files stay for amount predicates.
     tomb = _partition_record(root, "region=eu", "amount", min_value=None, max_value=None, deleted=True)
-    append_log(root, "partition_stats", group, _latest(root), [nulls, tomb])
+    append_log(root, "partition_stats", group, latest_commit(root), [nulls, tomb])
     after = {
         r["partition"]: r
         for r in HudiMetadataTable(root).partition_stats(["merchant_name", "amount"]).to_pylist()

@@ -17,14 +17,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from hudi_metadata_writer import append_log
+from hudi_metadata_writer import append_log, latest_commit, set_table_property
 
 from hudi_expr import Expression, col
 from index_store import open_table
 from index_store.hudi_metadata import HudiMetadataTable
 from index_store.hudi_metadata.source import slice_cells
 from index_store.hudi_source.secondary_keys import secondary_form
-from index_store.tables.hudi import HudiTable
 
 hudi = pytest.importorskip("hudi")
 
@@ -159,21 +158,9 @@ def test_indexes_lists_hudis_secondary_indexes(copy_table: Callable[[str], Path]
     assert set(listed) == {"secondary_index_merchant_idx", "secondary_index_txn_date_idx"}
     assert listed["secondary_index_txn_date_idx"].columns == ("txn_date",)
     assert all(s.complete and s.live_files == 5 for s in listed.values())
-    _set_property(root, "hoodie.table.metadata.partitions.inflight", "secondary_index_merchant_idx")
+    set_table_property(root, "hoodie.table.metadata.partitions.inflight", "secondary_index_merchant_idx")
     listed = {s.name: s for s in open_table(root).indexes()}
     assert not listed["secondary_index_merchant_idx"].complete
-
-
-def _latest(root: Path) -> str:
-    latest = HudiTable(root).timeline().latest_completed_commit()
-    assert latest is not None
-    return latest
-
-
-def _set_property(root: Path, key: str, value: str) -> None:
-    props = root / ".hoodie" / "hoodie.properties"
-    lines = [line for line in props.read_text().splitlines() if not line.startswith(f"{key}=")]
-    props.write_text("\n".join([*lines, f"{key}={value}"]) + "\n")
 
 
 def _append(root: Path, partition: str, key: str, record: dict[str, object]) -> None:
@@ -189,13 +176,13 @@ def _append(root: Path, partition: str, key: str, record: dict[str, object]) -> 
 def _newest(root: Path, base_instant: str | None) -> str:
     """An instant a new log block of a metadata slice is read at: the later of the data table's
     latest commit (the metadata table's latest delta commit) and the slice's base (a compaction)."""
-    return max(_latest(root), base_instant or "")
+    return max(latest_commit(root), base_instant or "")
 
 
 def test_a_metadata_table_behind_answers_by_reading(copy_table: Callable[[str], Path]) -> None:
     root = copy_table("v9_txns_simple_meta")
     timeline = root / ".hoodie" / "metadata" / ".hoodie" / "timeline"
-    latest = _latest(root)
+    latest = latest_commit(root)
     for p in timeline.iterdir():
         if p.name.startswith(latest) and re.fullmatch(r"\d+_\d+\.\w+", p.name):
             p.unlink()
@@ -207,7 +194,7 @@ def test_a_metadata_table_behind_answers_by_reading(copy_table: Callable[[str], 
 
 def test_a_secondary_index_being_built_is_not_used(copy_table: Callable[[str], Path]) -> None:
     root = copy_table("v9_txns_simple_meta")
-    _set_property(
+    set_table_property(
         root,
         "hoodie.table.metadata.partitions.inflight",
         "secondary_index_merchant_idx,secondary_index_txn_date_idx",

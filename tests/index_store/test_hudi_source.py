@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from hudi_metadata_writer import append_log, column_stats_record
+from hudi_metadata_writer import append_log, column_stats_record, latest_commit, set_table_property
 
 from hudi_expr import Expression, col
 from index_store import open_table
@@ -194,12 +194,6 @@ def test_plain_and_metadata_less_tables_keep_using_the_own_index(
         open_table(tmp_path, source="hudi")
 
 
-def _latest(root: Path) -> str:
-    latest = HudiTable(root).timeline().latest_completed_commit()
-    assert latest is not None
-    return latest
-
-
 def _drop_instant(folder: Path, instant: str) -> None:
     for p in folder.iterdir():
         if p.name.startswith(instant) and re.fullmatch(r"\d+_\d+\.\w+", p.name):
@@ -214,7 +208,7 @@ def test_a_metadata_table_behind_keeps_what_it_does_not_cover_and_refuses_to_tag
     copy_table: Callable[[str], Path],
 ) -> None:
     root = copy_table("v9_txns_complex_meta")
-    _drop_instant(root / ".hoodie" / "metadata" / ".hoodie" / "timeline", _latest(root))
+    _drop_instant(root / ".hoodie" / "metadata" / ".hoodie" / "timeline", latest_commit(root))
     table = open_table(root)
     for expr, where, params in PREDICATES:
         result = table.prune(expr)
@@ -226,7 +220,7 @@ def test_a_metadata_table_behind_keeps_what_it_does_not_cover_and_refuses_to_tag
 
 def test_a_metadata_table_ahead_reads_as_hudi_does(copy_table: Callable[[str], Path]) -> None:
     root = copy_table("v9_txns_simple_meta")
-    _drop_instant(root / ".hoodie" / "timeline", _latest(root))  # that data commit is now inflight
+    _drop_instant(root / ".hoodie" / "timeline", latest_commit(root))  # that data commit is now inflight
     table = open_table(root)
     for expr, where, params in PREDICATES:
         _check_sound(root, table.prune(expr).files, where, params)
@@ -234,18 +228,12 @@ def test_a_metadata_table_ahead_reads_as_hudi_does(copy_table: Callable[[str], P
     assert found["file"].null_count == 0
 
 
-def _set_property(root: Path, key: str, value: str) -> None:
-    props = root / ".hoodie" / "hoodie.properties"
-    lines = [line for line in props.read_text().splitlines() if not line.startswith(f"{key}=")]
-    props.write_text("\n".join([*lines, f"{key}={value}"]) + "\n")
-
-
 def test_a_partition_being_built_keeps_every_file_or_refuses(copy_table: Callable[[str], Path]) -> None:
     root = copy_table("v9_txns_simple_meta")
     table = open_table(root)
     assert table.prune(col("amount") > Decimal("1000")).kept < 5
     building = "column_stats,partition_stats,record_index"
-    _set_property(root, "hoodie.table.metadata.partitions.inflight", building)
+    set_table_property(root, "hoodie.table.metadata.partitions.inflight", building)
     result = table.prune(col("amount") > Decimal("1000"))  # the same table object sees the change
     assert result.kept == result.total == 5
     assert any("still being built" in n for n in result.notes())
@@ -270,7 +258,7 @@ def test_a_column_without_statistics_keeps_its_files(copy_table: Callable[[str],
     rows = raw.filter(pc.and_(pc.equal(raw["file_name"], target), pc.equal(raw["column_name"], "amount")))
     key = str(rows["key"][0].as_py())
     record = column_stats_record(key, target, "amount", None, None, deleted=True)
-    append_log(root, "column_stats", _file_group(mdt, "column_stats", key), _latest(root), [record])
+    append_log(root, "column_stats", _file_group(mdt, "column_stats", key), latest_commit(root), [record])
     result = open_table(root).prune(col("amount") > Decimal("100000000"))
     assert [Path(f).name for f in result.files] == [target]  # unknown: kept; the other file ruled out
 
@@ -303,7 +291,7 @@ def test_a_record_index_entry_in_a_replaced_file_group_is_never_an_insert(
     }
     slices = mdt.layout.slices("record_index")  # the file group Hudi's hash sends the key to
     group = slices[int(file_group_indexes(pa.array(["TXN-GONE"]), len(slices))[0])].file_id
-    append_log(root, "record_index", group, _latest(root), [record])
+    append_log(root, "record_index", group, latest_commit(root), [record])
     table = open_table(root)
     with pytest.raises(MetadataTableError, match="no live slice"):
         table.tag(["TXN-GONE"])
@@ -350,7 +338,7 @@ def test_a_secondary_entry_the_record_index_cannot_place_proves_nothing(
     key = "Amazon$TXN-NOWHERE"
     record = {"key": key, "type": 7, "SecondaryIndexMetadata": {"isDeleted": False}}
     group = _file_group(mdt, "secondary_index_merchant_idx")
-    append_log(root, "secondary_index_merchant_idx", group, _latest(root), [record])
+    append_log(root, "secondary_index_merchant_idx", group, latest_commit(root), [record])
     result = open_table(root).prune(col("merchant_name").isin(["IKEA", "Amazon"]))
     _check_sound(root, result.files, "merchant_name IN (?, ?)", ["IKEA", "Amazon"])
     assert "Hudi metadata table (secondary_index)" not in result.removed_by_source
@@ -358,7 +346,7 @@ def test_a_secondary_entry_the_record_index_cannot_place_proves_nothing(
 
 def test_a_metadata_table_behind_does_not_use_its_secondary_index(copy_table: Callable[[str], Path]) -> None:
     root = copy_table("v9_txns_simple_meta")
-    _drop_instant(root / ".hoodie" / "metadata" / ".hoodie" / "timeline", _latest(root))
+    _drop_instant(root / ".hoodie" / "metadata" / ".hoodie" / "timeline", latest_commit(root))
     result = open_table(root).prune(col("merchant_name").isin(["IKEA", "Amazon"]))
     _check_sound(root, result.files, "merchant_name IN (?, ?)", ["IKEA", "Amazon"])
     assert "Hudi metadata table (secondary_index)" not in result.removed_by_source
@@ -372,7 +360,7 @@ def test_hudi_indexes_lists_what_hudi_keeps_and_what_answers(copy_table: Callabl
     # A date's secondary key is its day count, a form proven on these tables: used too.
     assert statuses["secondary_index_txn_date_idx"].used_for == "prune, rows (= and IN)"
     assert (statuses["column_stats"].used_for, statuses["record_index"].used_for) == ("prune", "tag")
-    _set_property(root, "hoodie.table.metadata.partitions.inflight", "record_index")
+    set_table_property(root, "hoodie.table.metadata.partitions.inflight", "record_index")
     now = {s.name: s for s in open_table(root).hudi_indexes()}
     assert (now["record_index"].state, now["record_index"].used_for) == ("building", "")
     assert now["secondary_index_merchant_idx"].used_for == ""  # it needs the record index
