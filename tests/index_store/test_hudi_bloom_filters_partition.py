@@ -5,14 +5,13 @@ by the hashed partition and file name) and check the reader's point lookups and 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hudi_data import file_group, groups_holding
 from hudi_metadata_writer import append_log
 
 from hudi_expr import Expression, col
@@ -25,19 +24,6 @@ from index_store.tables.hudi import HudiTable
 hudi = pytest.importorskip("hudi")
 
 SOURCE = "Hudi metadata table (bloom_filters)"
-_GROUP = re.compile(r"^\.?([^_]+)_")
-
-
-def _group(name: str) -> str:
-    found = _GROUP.match(Path(name).name)
-    return found.group(1) if found else name
-
-
-def _must_keep(root: Path, where: str, params: list[object]) -> set[str]:
-    con = duckdb.connect()
-    con.register("snap", pa.Table.from_batches(hudi.HudiTable(str(root)).read()))
-    rows = con.execute(f"SELECT DISTINCT _hoodie_file_name FROM snap WHERE {where}", params).fetchall()
-    return {_group(r[0]) for r in rows}
 
 
 def write_bloom_partition(root: Path, *, skip: int | None = None, broken: int | None = None) -> list[dict]:
@@ -128,7 +114,10 @@ def test_key_predicates_prune_soundly_and_are_credited(name: str, copy_table: Ca
     credited = 0
     for _, expr, where, params in (c for c in CASES if c[0] == name):
         result = table.prune(expr)
-        assert _must_keep(root, where, params) <= {_group(f) for f in result.files}, (expr, result.explain())
+        assert groups_holding(root, where, params) <= {file_group(f) for f in result.files}, (
+            expr,
+            result.explain(),
+        )
         credited += result.removed_by_source.get(SOURCE, 0)
         if result.removed_by_source.get(SOURCE):
             assert SOURCE in result.explain()
@@ -137,7 +126,7 @@ def test_key_predicates_prune_soundly_and_are_credited(name: str, copy_table: Ca
     table.build(progress=False)
     both = open_table(root)
     for _, expr, where, params in (c for c in CASES if c[0] == name):
-        assert _must_keep(root, where, params) <= {_group(f) for f in both.prune(expr).files}, expr
+        assert groups_holding(root, where, params) <= {file_group(f) for f in both.prune(expr).files}, expr
 
 
 def test_a_file_without_a_filter_or_with_a_broken_one_is_kept(copy_table: Callable[[str], Path]) -> None:

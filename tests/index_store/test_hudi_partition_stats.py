@@ -10,9 +10,9 @@ from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pytest
+from hudi_data import file_group, groups_holding
 from hudi_metadata_writer import append_log, column_stats_record, latest_commit, set_table_property
 
 from hudi_expr import Expression, col
@@ -47,20 +47,6 @@ PREDICATES: list[tuple[Expression, str, list[object]]] = [
     ),
     (col("txn_id") == "NO-SUCH", "txn_id = ?", ["NO-SUCH"]),
 ]
-_GROUP = re.compile(r"^\.?([^_]+)_")
-
-
-def _group(name: str) -> str:
-    found = _GROUP.match(Path(name).name)
-    return found.group(1) if found else name
-
-
-def _must_keep(root: Path, where: str, params: list[object]) -> set[str]:
-    """File groups holding a row ``where`` is TRUE on: DuckDB over the hudi-rs snapshot."""
-    con = duckdb.connect()
-    con.register("snap", pa.Table.from_batches(hudi.HudiTable(str(root)).read()))
-    rows = con.execute(f"SELECT DISTINCT _hoodie_file_name FROM snap WHERE {where}", params).fetchall()
-    return {_group(r[0]) for r in rows}
 
 
 def _ruled_out_partitions(root: Path, expr_column: str, test: Callable[[object, object], bool]) -> set[str]:
@@ -75,14 +61,17 @@ def test_partition_stats_prune_soundly(name: str, copy_table: Callable[[str], Pa
     credited = 0
     for expr, where, params in PREDICATES:
         result = table.prune(expr)
-        assert _must_keep(root, where, params) <= {_group(f) for f in result.files}, (expr, result.explain())
+        assert groups_holding(root, where, params) <= {file_group(f) for f in result.files}, (
+            expr,
+            result.explain(),
+        )
         credited += result.removed_by_source.get(SOURCE, 0)
     assert credited > 0
     # With this project's own index built too, both answer; still sound.
     table.build(progress=False)
     both = open_table(root)
     for expr, where, params in PREDICATES:
-        assert _must_keep(root, where, params) <= {_group(f) for f in both.prune(expr).files}, expr
+        assert groups_holding(root, where, params) <= {file_group(f) for f in both.prune(expr).files}, expr
 
 
 def test_a_partition_ruled_out_drops_all_its_files_without_column_stats(
@@ -98,7 +87,7 @@ def test_a_partition_ruled_out_drops_all_its_files_without_column_stats(
     assert set(result.files) == {str(root / p) for p in expected}
     assert result.removed_by_source == {SOURCE: len(listing) - len(expected)}
     assert any("partition_stats partition" in n for n in result.notes())
-    assert _must_keep(root, "amount > ?", [Decimal("5000")]) <= {_group(f) for f in result.files}
+    assert groups_holding(root, "amount > ?", [Decimal("5000")]) <= {file_group(f) for f in result.files}
 
 
 def test_partition_stats_being_built_or_behind_are_not_used(copy_table: Callable[[str], Path]) -> None:
@@ -118,7 +107,7 @@ def test_partition_stats_being_built_or_behind_are_not_used(copy_table: Callable
     result = open_table(root).prune(col("amount") > Decimal("5000"))
     assert SOURCE not in result.removed_by_source
     assert any("partition_stats partition is not used (behind" in n for n in result.notes())
-    assert _must_keep(root, "amount > ?", [Decimal("5000")]) <= {_group(f) for f in result.files}
+    assert groups_holding(root, "amount > ?", [Decimal("5000")]) <= {file_group(f) for f in result.files}
 
 
 def _partition_record(root: Path, partition: str, column: str, **kw: object) -> dict[str, object]:
@@ -158,7 +147,7 @@ def test_counts_and_tombstones_keep_partitions(copy_table: Callable[[str], Path]
     eu = sum(1 for f in listing if f.partition == "region=eu")
     result = table.prune(col("merchant_name").is_null())
     assert result.removed_by_source.get(SOURCE, 0) == before.removed_by_source[SOURCE] - eu
-    assert _must_keep(root, "merchant_name IS NULL", []) <= {_group(f) for f in result.files}
+    assert groups_holding(root, "merchant_name IS NULL", []) <= {file_group(f) for f in result.files}
     result = table.prune(col("amount") > Decimal("100000"))
     assert result.removed_by_source.get(SOURCE, 0) == len(listing) - eu
 
@@ -174,4 +163,4 @@ def test_files_all_ruled_out_by_partition_need_no_file_statistics(copy_table: Ca
     some = table.prune(col("amount") > Decimal("5000"))
     assert 0 < some.kept < some.total
     assert any("column_stats" in n for n in some.notes())  # read, and found unreadable
-    assert _must_keep(root, "amount > ?", [Decimal("5000")]) <= {_group(f) for f in some.files}
+    assert groups_holding(root, "amount > ?", [Decimal("5000")]) <= {file_group(f) for f in some.files}

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from hudi_data import file_group
 from hudi_metadata_writer import append_log, latest_commit, set_table_property
 
 from hudi_expr import Expression, col
@@ -85,7 +86,7 @@ def _check(root: Path, snapshot: pa.Table | None = None) -> None:
     for expr, where, _ in CASES:
         expected = _expected(snapshot, where)
         holding = snapshot.filter(pa.array(_matching(snapshot, where)))["_hoodie_file_name"].to_pylist()
-        assert {_group(f) for f in holding} <= {_group(f) for f in table.prune(expr).files}, where
+        assert {file_group(f) for f in holding} <= {file_group(f) for f in table.prune(expr).files}, where
         got = table.read(expr, ["_hoodie_record_key", "merchant_name", "txn_date"])
         assert sorted(got["_hoodie_record_key"].to_pylist()) == expected, where
         assert table.count(expr) == len(expected), where
@@ -109,22 +110,14 @@ def test_rows_from_hudi_secondary_indexes_equal_duckdb(name: str, copy_table: Ca
         # Every file slice holding a matching row is read; when exact, only those.
         holding = snapshot.filter(pa.array(_matching(snapshot, where)))["_hoodie_file_name"].to_pylist()
         read = {s.file_id for s in found.slices}
-        assert {_group(f) for f in holding} <= {_group(f) for f in read}, where
+        assert {file_group(f) for f in holding} <= {file_group(f) for f in read}, where
         if exact:
-            assert len(read) == len({_group(f) for f in holding}), where
+            assert len(read) == len({file_group(f) for f in holding}), where
 
 
 def _matching(snapshot: pa.Table, where: str) -> list[bool]:
     keys = set(_expected(snapshot, where))
     return [k in keys for k in snapshot["_hoodie_record_key"].to_pylist()]
-
-
-_GROUP = re.compile(r"^\.?([^_]+)_")
-
-
-def _group(name: str) -> str:
-    found = _GROUP.match(Path(name).name)
-    return found.group(1) if found else name
 
 
 @pytest.mark.parametrize("name", ["v9_txns_simple_meta", "v9_txns_complex_meta"])

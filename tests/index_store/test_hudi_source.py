@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from hudi_data import file_group
 from hudi_metadata_writer import append_log, column_stats_record, latest_commit, set_table_property
 
 from hudi_expr import Expression, col
@@ -69,13 +70,6 @@ PREDICATES: list[tuple[Expression, str, list[object]]] = [
     (~(col("is_international") == True), "NOT (is_international = TRUE)", []),  # noqa: E712
 ]
 
-_GROUP = re.compile(r"^\.?([^_]+)_")
-
-
-def _group(name: str) -> str:
-    found = _GROUP.match(Path(name).name)
-    return found.group(1) if found else name  # a log record's _hoodie_file_name is its file id
-
 
 def _snapshot(root: Path) -> pa.Table:
     return pa.Table.from_batches(hudi.HudiTable(str(root)).read())
@@ -86,7 +80,7 @@ def _must_keep(snapshot: pa.Table, where: str, params: list[object]) -> set[str]
     con = duckdb.connect()
     con.register("snap", snapshot)
     rows = con.execute(f"SELECT DISTINCT _hoodie_file_name FROM snap WHERE {where}", params).fetchall()
-    return {_group(r[0]) for r in rows}
+    return {file_group(r[0]) for r in rows}
 
 
 @pytest.fixture(params=META_TABLES)
@@ -104,16 +98,16 @@ def test_prune_count_and_tag_without_build_are_sound_and_equal_the_built_index(t
     described = set(HudiMetadataTable(table_root).column_stats()["file_name"].to_pylist())
     for expr, where, params in PREDICATES:
         result = table.prune(expr)
-        kept = {_group(f) for f in result.files}
+        kept = {file_group(f) for f in result.files}
         assert _must_keep(snapshot, where, params) <= kept, (expr, result.explain())
         mine = {Path(f).name for f in result.files}
         theirs = {Path(f).name for f in own.prune(expr).files}
         # Equal, but for the file groups holding a file Hudi has no statistics of (kept whole).
-        undescribed = {_group(f) for f in mine - described}
+        undescribed = {file_group(f) for f in mine - described}
         # Hudi's secondary indexes (merchant_name, txn_date) may prune more than ours.
         if "merchant_name" not in where and "txn_date" not in where:
             assert theirs <= mine, (expr, result.explain())
-        assert {_group(f) for f in mine - theirs} <= undescribed, (expr, result.explain())
+        assert {file_group(f) for f in mine - theirs} <= undescribed, (expr, result.explain())
         con = duckdb.connect()
         con.register("snap", snapshot)
         (expected,) = con.execute(f"SELECT count(*) FROM snap WHERE {where}", params).fetchone() or (0,)
@@ -128,14 +122,14 @@ def test_prune_count_and_tag_without_build_are_sound_and_equal_the_built_index(t
         every.setdefault(row["key"], set()).add(Path(row["file"]).name if row["file"] else "")
     holders: dict[str, set[str]] = {}
     for key, name in zip(keys[:-1], snapshot["_hoodie_file_name"].to_pylist(), strict=True):
-        holders.setdefault(key, set()).add(_group(name))
+        holders.setdefault(key, set()).add(file_group(name))
     for row in tagged.to_pylist():
         name = Path(row["file"]).name if row["file"] else ""
         if row["key"] == "NO-SUCH-KEY":
             assert row["file"] is None
             continue
         assert row["file"] is not None, row  # never a false insert
-        assert _group(name) in holders[row["key"]]
+        assert file_group(name) in holders[row["key"]]
         if len(every[row["key"]]) == 1:
             assert {name} == every[row["key"]]  # one location: the built index's
         else:
@@ -201,7 +195,7 @@ def _drop_instant(folder: Path, instant: str) -> None:
 
 
 def _check_sound(root: Path, table_files: list[str], where: str, params: list[object]) -> None:
-    assert _must_keep(_snapshot(root), where, params) <= {_group(f) for f in table_files}
+    assert _must_keep(_snapshot(root), where, params) <= {file_group(f) for f in table_files}
 
 
 def test_a_metadata_table_behind_keeps_what_it_does_not_cover_and_refuses_to_tag(
