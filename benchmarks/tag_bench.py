@@ -696,12 +696,24 @@ def _spark_tag_run(spark_tag: Callable[..., Any], spark: Any, table: Any, df: An
     _noop(spark_tag(spark, table, df, using=using))
 
 
+def plain_spark_join(spark: Any, layout: Layout, batch: Batch) -> tuple[Any, Any]:
+    """The batch's keys as a cached DataFrame, and the plain way to tag them on Spark: a left join
+    with every file's key columns, each row with its file (``_file``)."""
+    from pyspark.sql import functions as F
+
+    keys_df = spark.createDataFrame(batch.columns(layout.name)).cache()
+    keys_df.count()
+    data = spark.read.parquet(str(layout.folder)).select(
+        *layout.key_columns, F.col("_metadata.file_path").alias("_file")
+    )
+    return keys_df, keys_df.join(data, on=layout.key_columns, how="left")
+
+
 def spark_part(layouts: Sequence[Layout], batches: dict[tuple[int, str], Batch], large: int, memory: str,
                repeat: int, budget: float, max_pairs: float) -> list[str]:  # fmt: skip
     """The large batches on Spark local[2]: ``adapters.spark.tag`` vs a plain join with every key."""
     try:
         import pyspark
-        from pyspark.sql import functions as F
 
         from adapters.spark import local_session
     except ImportError as exc:
@@ -723,12 +735,7 @@ def spark_part(layouts: Sequence[Layout], batches: dict[tuple[int, str], Batch],
                 batch = batches[(large, draw)]
                 table = layout.table
                 assert table is not None
-                keys_df = spark.createDataFrame(batch.columns(layout.name)).cache()
-                keys_df.count()
-                data = spark.read.parquet(str(layout.folder)).select(
-                    *layout.key_columns, F.col("_metadata.file_path").alias("_file")
-                )
-                plain = keys_df.join(data, on=layout.key_columns, how="left")
+                keys_df, plain = plain_spark_join(spark, layout, batch)
 
                 plain_t = timed(partial(_noop, plain), repeat, budget)
                 expected = as_tags(plain.toArrow(), layout, "_file")

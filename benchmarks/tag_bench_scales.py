@@ -49,6 +49,7 @@ from benchmarks.tag_bench import (
     as_tags,
     build_layout,
     key_bounds,
+    plain_spark_join,
     prepare_keys,
     same_tags,
     timed,
@@ -107,16 +108,9 @@ def _measure_layout(
     budget: float,
     max_pairs: float,
 ) -> dict[str, Cell]:
-    from pyspark.sql import functions as F
-
     table = layout.table
     assert table is not None
-    keys_df = spark.createDataFrame(batch.columns(layout.name)).cache()
-    keys_df.count()
-    data = spark.read.parquet(str(layout.folder)).select(
-        *layout.key_columns, F.col("_metadata.file_path").alias("_file")
-    )
-    plain = keys_df.join(data, on=layout.key_columns, how="left")
+    keys_df, plain = plain_spark_join(spark, layout, batch)
     cells = {"plain": Cell(timed(partial(_noop, plain), repeat, budget), layout.key_bytes)}
     expected = as_tags(plain.toArrow(), layout, "_file")
     cells["plain"].found = _found(expected)
