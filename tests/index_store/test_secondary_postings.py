@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hudi_expr import BloomFilter, Expression, col
 from index_store import IndexCorruptError, open_table
@@ -146,6 +148,13 @@ def test_entries_by_file_of_few_keys(per_file: list[list[str | None]]) -> None:
     for f, values in enumerate(per_file):
         alone = entries_of(pa.array(values, pa.string()), np.arange(len(values)), len(values))
         assert batch[f].equals(alone), (f, batch[f].to_pylist())
+
+
+@settings(max_examples=300)  # a few ms each: the ci profile's 2,000 would take a minute
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "c", None]), max_size=4), min_size=1, max_size=5))
+def test_entries_by_file_equal_each_files_alone(per_file: list[list[str | None]]) -> None:
+    # Few keys over few small files: the layouts where one batch's shortcuts can go wrong.
+    test_entries_by_file_of_few_keys(per_file)
 
 
 def test_a_key_in_several_small_files_counts_in_each(tmp_path: Path) -> None:
