@@ -61,6 +61,8 @@ class SecondaryCache:
     # The global term dictionaries (``index_store.secondary.dictionary``), by (index type, column);
     # None: not read yet.
     dictionaries: dict[tuple[str, str], Any] | None = None
+    # Per (index type, column): the last candidate positions asked and which the dictionary covers.
+    covered: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 class LoadedVersion:

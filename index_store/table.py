@@ -271,7 +271,7 @@ class IndexedTable:
         self._loaded: LoadedVersion | None = None
         self._disk: OnDisk | None = None
         self.secondary = SecondaryIndexes(
-            reader, self.index_root, self.timeline, lambda: self._load(), lambda e: self._candidates(e)
+            reader, self.index_root, self.timeline, lambda: self._load(), self._candidates
         )
         self.writer = IndexWriter(reader, self.index_root, self.timeline, self.secondary, self._forget)
 
@@ -534,15 +534,21 @@ class IndexedTable:
         self._disk = OnDisk(listing, loaded, present, changed, unknown)
         return self._disk
 
-    def _candidates(self, expr: Expression) -> Candidates:
-        """``prune`` for row selection: positions into the loaded version rather than paths."""
+    def _candidates(self, expr: Expression, by_stats: bool = True) -> Candidates:
+        """``prune`` for row selection: positions into the loaded version rather than paths.
+        ``by_stats=False``: every live file on disk, no statistics read (for an exact lookup that
+        costs less than pruning, such as the secondary index's dictionary)."""
         loaded = self._load().require_built(self.root)
         bound = prepare(expr, loaded.schema_only)
-        stats = self.stats(bound.references())
-        mask = might_match(bound, stats).to_numpy(zero_copy_only=False)
         disk = self._on_disk(loaded)
-        kept = disk.present & (mask | disk.changed)
-        whole = all_match(bound, stats).to_numpy(zero_copy_only=False) & ~disk.changed
+        if by_stats:
+            stats = self.stats(bound.references())
+            mask = might_match(bound, stats).to_numpy(zero_copy_only=False)
+            kept = disk.present & (mask | disk.changed)
+            whole = all_match(bound, stats).to_numpy(zero_copy_only=False) & ~disk.changed
+        else:
+            kept = disk.present.copy()
+            whole = np.zeros(len(kept), dtype=bool)
         if not reads_whole_files(self.reader):
             groups = loaded.slice_groups()
             kept = groups.keep_whole(kept, disk.present, disk.unknown_files())

@@ -122,7 +122,8 @@ def _keys_at(distinct: pa.Array, codes: np.ndarray) -> pa.Array:
     """``distinct[codes]``, null where a code is ``len(distinct)``; without a copy when the codes
     are every key once in order (one file whose keys are all distinct, the usual batch of one)."""
     n = len(distinct)
-    if len(codes) in (n, n + 1) and np.array_equal(codes[:n], np.arange(n)):
+    # Every code checked: [0, 0] (one key in two files) also starts with every key once in order.
+    if len(codes) in (n, n + 1) and np.array_equal(codes, np.arange(len(codes))):
         return distinct if len(codes) == n else pa.concat_arrays([distinct, pa.nulls(1, distinct.type)])
     return distinct.take(pa.array(codes, mask=codes == n))
 

@@ -150,6 +150,37 @@ def test_a_file_indexed_after_the_dictionary_is_answered_per_file(table: Indexed
     assert table.count(expr) == _count(root, expr)
 
 
+def test_a_count_from_the_dictionary_reads_no_statistics(table: IndexedTable) -> None:
+    # The lookup is exact over every live file: pruning by statistics and blooms first would only
+    # cost (it is most of the time of a one-key count).
+    asked: list[object] = []
+    stats = table.stats
+
+    def spy(*args: object, **kwargs: object) -> object:
+        asked.append(args)
+        return stats(*args, **kwargs)  # type: ignore[arg-type]
+
+    table.stats = spy  # type: ignore[method-assign]
+    expr = col("a") == 7
+    assert table.count(expr) == _count(Path(table.root), expr)
+    assert table.exists(col("a") == 12345) is False
+    assert asked == []
+
+
+def test_a_file_the_dictionary_lacks_is_left_out_by_statistics(table: IndexedTable) -> None:
+    # f9 has no index file yet, so the dictionary cannot answer for it; its statistics rule it
+    # out of "a = 7", and the dictionary still answers (pruning is the fallback, not the start).
+    root = Path(table.root)
+    pq.write_table(
+        pa.table({"a": pa.array([100, 200], pa.int64()), "s": ["x", "y"], "u": [0, 1]}), root / "f9.parquet"
+    )
+    table.update(added=["f9.parquet"], progress=False)
+    expr = col("a") == 7
+    assert table.secondary.dictionary_count(expr) == _count(root, expr)
+    assert table.secondary.dictionary_count(col("a") == 100) is None  # f9 may hold it: not answered
+    assert table.count(col("a") == 100) == 1
+
+
 def test_a_stale_dictionary_is_never_a_wrong_answer(table: IndexedTable) -> None:
     root = Path(table.root)
     d = _dictionaries(table)[("value", "a")]

@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hudi_expr import BloomFilter, Expression, col
 from index_store import IndexCorruptError, open_table
@@ -124,6 +126,49 @@ def test_entries_by_file_are_each_files_entries() -> None:
     for f, n in enumerate(row_counts):
         alone = entries_of(keys.filter(pa.array(files == f)), rows[files == f], n)
         assert batch[f].equals(alone), f
+
+
+@pytest.mark.parametrize(
+    "per_file",
+    [
+        [["cbc"], ["cbc"]],  # one key, once in each of two files: codes [0, 0]
+        [["q"] * 3, ["cbc"], ["cbc"]],
+        [["a"], [None]],
+        [[None], [None]],
+        [["a", "b"], ["a"]],
+        [["b"], ["a"], [None]],
+    ],
+)
+def test_entries_by_file_of_few_keys(per_file: list[list[str | None]]) -> None:
+    # Layouts where the entries' key codes look like "every distinct key once, in order".
+    files = np.concatenate([np.full(len(v), f) for f, v in enumerate(per_file)]).astype(np.int64)
+    rows = np.concatenate([np.arange(len(v)) for v in per_file]).astype(np.int64)
+    keys = pa.array([k for v in per_file for k in v], pa.string())
+    batch = entries_by_file(keys, files, rows, [len(v) for v in per_file])
+    for f, values in enumerate(per_file):
+        alone = entries_of(pa.array(values, pa.string()), np.arange(len(values)), len(values))
+        assert batch[f].equals(alone), (f, batch[f].to_pylist())
+
+
+@settings(max_examples=300)  # a few ms each: the ci profile's 2,000 would take a minute
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "c", None]), max_size=4), min_size=1, max_size=5))
+def test_entries_by_file_equal_each_files_alone(per_file: list[list[str | None]]) -> None:
+    # Few keys over few small files: the layouts where one batch's shortcuts can go wrong.
+    test_entries_by_file_of_few_keys(per_file)
+
+
+def test_a_key_in_several_small_files_counts_in_each(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    root.mkdir()
+    for i, values in enumerate([["q"] * 3, ["cbc"], ["cbc"]]):
+        pq.write_table(pa.table({"s": pa.array(values, pa.string())}), root / f"f{i}.parquet")
+    t = open_table(root)
+    t.build(progress=False)
+    t.create_index("s")
+    t.build_index(progress=False)
+    assert t.count(col("s") == "cbc") == 2
+    assert t.count(col("s").is_null()) == 0
+    assert len(t.read(col("s") == "cbc")) == 2
 
 
 def _table(root: Path, files: int = 4) -> None:
