@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from hudi_expr import BloomFilter, Expression, FileStats, In, Reference, might_match
 from index_store.errors import IndexCorruptError
+from index_store.partitions.secondary_dict import sorted_key_encoding
 from index_store.secondary.rowsets import encode_bitmap, is_dense, mask_of
 
 __all__ = [
@@ -174,12 +175,12 @@ def index_file_bytes(
     kind: str,
     info: FileInfo,
     blocks: Mapping[str, pa.Table],
-    key_hashes: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+    blooms: Mapping[str, bytes] | None = None,
 ) -> tuple[bytes, dict[str, dict[str, Any]]]:
     """The content of one index file (``blocks`` maps each indexed column to its entries), and per
     column its entry counts (distinct keys, rows with a null, (key, row) pairs, most rows of a
     key) and a bloom filter of its distinct keys (``bloom``, serialized), for the manifest.
-    ``key_hashes`` may give a column's ``hash_keys`` of its non-null entry keys, computed already."""
+    ``blooms`` may give a column's bloom filter, built already (``build``: a batch's at once)."""
     key_fields = [pa.field(c, block.schema.field("key").type) for c, block in blocks.items()]
     schema = pa.schema(key_fields + _FIXED)
     layout: dict[str, list[int]] = {}
@@ -222,7 +223,7 @@ def index_file_bytes(
                 "null_rows": int(count[nulls].sum()),
                 "pairs": int(count[~nulls].sum()),
                 "max_rows": int(count[~nulls].max()) if (~nulls).any() else 0,
-                "bloom": _bloom_of(block["key"].drop_null(), (key_hashes or {}).get(column)),
+                "bloom": b if (b := (blooms or {}).get(column)) is not None else _bloom_of(block["key"]),
             }
         writer.add_key_value_metadata(
             {
@@ -247,19 +248,9 @@ def index_file_bytes(
 
 
 def _key_encoding(key_type: pa.DataType) -> str | None:
-    """The parquet encoding of a sorted key column: deltas of sorted integers (dates, timestamps)
-    and shared prefixes of sorted strings are small (format 2; format 1 stored keys PLAIN)."""
-    t = key_type
-    if pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_time(t):
-        return "DELTA_BINARY_PACKED"
-    if (
-        pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-    ):
-        return "DELTA_BYTE_ARRAY"
-    return None
+    """The parquet encoding of an index file's sorted key column (format 2; format 1 stored keys
+    PLAIN)."""
+    return sorted_key_encoding(key_type)
 
 
 def _row_group_cuts(counts: np.ndarray) -> list[int]:
@@ -276,12 +267,12 @@ def _row_group_cuts(counts: np.ndarray) -> list[int]:
     return cuts if len(cuts) > 1 else [0, 0]
 
 
-def _bloom_of(keys: pa.Array, hashes: tuple[np.ndarray, np.ndarray] | None = None) -> bytes:
-    """A bloom filter of a file's distinct keys: lets a lookup skip index files without the key."""
+def _bloom_of(keys: pa.Array | pa.ChunkedArray) -> bytes:
+    """A bloom filter of a file's distinct keys (nulls left out): lets a lookup skip index files
+    without the key."""
+    keys = keys.drop_null()
     bloom = BloomFilter.for_entries(max(len(keys), 1), BLOOM_FPP)
-    if hashes is not None:
-        bloom.add_hashes(*hashes)
-    elif len(keys):
+    if len(keys):
         bloom.add_all(keys, type=keys.type)
     return bloom.to_bytes()
 
