@@ -23,7 +23,7 @@ from bitarray import bitarray
 from hudi_expr._murmur3 import hash_binary, hash_words
 from hudi_expr.errors import HudiExprError
 
-__all__ = ["BloomFilter", "BloomFilterFormatError", "BloomFilterSet", "hash_keys", "serialized_filters"]
+__all__ = ["BloomFilter", "BloomFilterFormatError", "BloomFilterSet", "hash_keys"]
 
 _CANONICAL_NAN = np.uint64(0x7FF8000000000000)
 _MS_PER_DAY = 86_400_000
@@ -171,7 +171,14 @@ class BloomFilter:
     def for_entries(cls, expected_entries: int, fpp: float) -> BloomFilter:
         """Filter sized for ``expected_entries`` distinct keys at false-positive rate ``fpp``:
         ``m = ceil(-n ln p / ln(2)^2)`` rounded up to a multiple of 64, ``k = round(m / n ln 2)``."""
-        return cls(*_sized(expected_entries, fpp))
+        if expected_entries < 1:
+            raise ValueError(f"expected_entries must be >= 1, got {expected_entries}")
+        if not 0.0 < fpp < 1.0:
+            raise ValueError(f"fpp must be in (0, 1), got {fpp}")
+        bits = math.ceil(-expected_entries * math.log(fpp) / math.log(2) ** 2)
+        bits = -(-bits // 64) * 64
+        hashes = max(1, round(bits / expected_entries * math.log(2)))
+        return cls(bits, min(hashes, _MAX_HASHES))
 
     @property
     def num_bits(self) -> int:
@@ -284,47 +291,8 @@ class BloomFilter:
         return f"BloomFilter(num_bits={self.num_bits}, num_hashes={self._num_hashes}, fill={fill:.4f})"
 
 
-def _sized(expected_entries: int, fpp: float) -> tuple[int, int]:
-    """``(num_bits, num_hashes)`` of ``BloomFilter.for_entries``."""
-    if expected_entries < 1:
-        raise ValueError(f"expected_entries must be >= 1, got {expected_entries}")
-    if not 0.0 < fpp < 1.0:
-        raise ValueError(f"fpp must be in (0, 1), got {fpp}")
-    bits = math.ceil(-expected_entries * math.log(fpp) / math.log(2) ** 2)
-    bits = -(-bits // 64) * 64
-    hashes = max(1, round(bits / expected_entries * math.log(2)))
-    return bits, min(hashes, _MAX_HASHES)
-
-
 # ---------------------------------------------------------------------------------------------
 # Many files' filters
-
-
-def serialized_filters(h1: np.ndarray, h2: np.ndarray, counts: Sequence[int], fpp: float) -> list[bytes]:
-    """The ``to_bytes`` of one filter per consecutive group of keys (``counts[g]`` keys each, given
-    by their ``hash_keys``): byte for byte ``BloomFilter.for_entries(max(count, 1), fpp)`` with the
-    group's keys added, built in one vectorized pass over every group's keys (a filter per index
-    file, a batch of files at once)."""
-    sizes = [_sized(max(int(n), 1), fpp) for n in counts]
-    if not sizes:
-        return []
-    bits = np.array([b for b, _ in sizes], dtype=np.uint64)
-    hashes = np.array([k for _, k in sizes], dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(bits)]).astype(np.uint64)  # multiples of 64
-    group = np.repeat(np.arange(len(sizes)), np.asarray(counts, dtype=np.int64))
-    m, offset, k = bits[group], starts[group], hashes[group]
-    dense = np.zeros(int(starts[-1]), dtype=bool)
-    for i in range(int(hashes.max())):
-        keep = k > i
-        if keep.all():
-            dense[(h1 + np.uint64(i) * h2) % m + offset] = True
-        else:
-            dense[(h1[keep] + np.uint64(i) * h2[keep]) % m[keep] + offset[keep]] = True
-    payload = np.packbits(dense, bitorder="little").tobytes()
-    return [
-        _HEADER.pack(_MAGIC, _VERSION, k_g, b_g) + payload[int(a) // 8 : int(a) // 8 + b_g // 8]
-        for (b_g, k_g), a in zip(sizes, starts[:-1], strict=True)
-    ]
 
 
 class BloomFilterSet:

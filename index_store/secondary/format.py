@@ -175,12 +175,12 @@ def index_file_bytes(
     kind: str,
     info: FileInfo,
     blocks: Mapping[str, pa.Table],
-    blooms: Mapping[str, bytes] | None = None,
+    key_hashes: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> tuple[bytes, dict[str, dict[str, Any]]]:
     """The content of one index file (``blocks`` maps each indexed column to its entries), and per
     column its entry counts (distinct keys, rows with a null, (key, row) pairs, most rows of a
     key) and a bloom filter of its distinct keys (``bloom``, serialized), for the manifest.
-    ``blooms`` may give a column's bloom filter, built already (``build``: a batch's at once)."""
+    ``key_hashes`` may give a column's ``hash_keys`` of its non-null entry keys, computed already."""
     key_fields = [pa.field(c, block.schema.field("key").type) for c, block in blocks.items()]
     schema = pa.schema(key_fields + _FIXED)
     layout: dict[str, list[int]] = {}
@@ -223,7 +223,7 @@ def index_file_bytes(
                 "null_rows": int(count[nulls].sum()),
                 "pairs": int(count[~nulls].sum()),
                 "max_rows": int(count[~nulls].max()) if (~nulls).any() else 0,
-                "bloom": b if (b := (blooms or {}).get(column)) is not None else _bloom_of(block["key"]),
+                "bloom": _bloom_of(block["key"].drop_null(), (key_hashes or {}).get(column)),
             }
         writer.add_key_value_metadata(
             {
@@ -267,12 +267,12 @@ def _row_group_cuts(counts: np.ndarray) -> list[int]:
     return cuts if len(cuts) > 1 else [0, 0]
 
 
-def _bloom_of(keys: pa.Array | pa.ChunkedArray) -> bytes:
-    """A bloom filter of a file's distinct keys (nulls left out): lets a lookup skip index files
-    without the key."""
-    keys = keys.drop_null()
+def _bloom_of(keys: pa.Array, hashes: tuple[np.ndarray, np.ndarray] | None = None) -> bytes:
+    """A bloom filter of a file's distinct keys: lets a lookup skip index files without the key."""
     bloom = BloomFilter.for_entries(max(len(keys), 1), BLOOM_FPP)
-    if len(keys):
+    if hashes is not None:
+        bloom.add_hashes(*hashes)
+    elif len(keys):
         bloom.add_all(keys, type=keys.type)
     return bloom.to_bytes()
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hudi_expr.bloom import BloomFilter, BloomFilterFormatError, BloomFilterSet, hash_keys, serialized_filters
+from hudi_expr.bloom import BloomFilter, BloomFilterFormatError, BloomFilterSet, hash_keys
 
 MASK64 = (1 << 64) - 1
 
@@ -506,21 +506,3 @@ def test_set_with_typed_values() -> None:
     assert packed.might_contain(42).tolist() == [True, False]
     assert packed.might_contain(42, type=pa.float64()).tolist() == [False, True]
     assert packed.might_contain_any([1000, 2000, 7], type=pa.int16()).tolist() == [True, False]
-
-
-def test_serialized_filters_are_each_groups_own_filter() -> None:
-    # Empty groups, one key, sizes around a 64-bit word and a number of hashes that differs
-    # between groups: each is byte for byte the filter of its keys alone.
-    rng = np.random.default_rng(5)
-    counts = [0, 1, 5, 63, 64, 65, 2, 3_000, 0]
-    keys = pa.array(rng.integers(0, 10**12, sum(counts)))
-    h1, h2 = hash_keys(keys)
-    got = serialized_filters(h1, h2, counts, 0.01)
-    assert len({BloomFilter.from_bytes(g).num_hashes for g in got}) > 1
-    start = 0
-    for n, blob in zip(counts, got, strict=True):
-        alone = BloomFilter.for_entries(max(n, 1), 0.01)
-        alone.add_all(keys[start : start + n])
-        assert blob == alone.to_bytes(), n
-        start += n
-    assert serialized_filters(h1[:0], h2[:0], [], 0.01) == []
