@@ -217,12 +217,16 @@ def index_file_bytes(
             layout[column] = [next_group, next_group + groups]
             next_group += groups
             count = block["count"].to_numpy()
-            nulls = block["key"].is_null().to_numpy(zero_copy_only=False)
+            if block["key"].null_count:
+                nulls = block["key"].is_null().to_numpy(zero_copy_only=False)
+                null_rows, count = int(count[nulls].sum()), count[~nulls]
+            else:
+                null_rows = 0
             counts[column] = {
-                "distinct": int((~nulls).sum()),
-                "null_rows": int(count[nulls].sum()),
-                "pairs": int(count[~nulls].sum()),
-                "max_rows": int(count[~nulls].max()) if (~nulls).any() else 0,
+                "distinct": len(count),
+                "null_rows": null_rows,
+                "pairs": int(count.sum()),
+                "max_rows": int(count.max()) if len(count) else 0,
                 "bloom": _bloom_of(block["key"].drop_null(), (key_hashes or {}).get(column)),
             }
         writer.add_key_value_metadata(
@@ -256,6 +260,8 @@ def _key_encoding(key_type: pa.DataType) -> str | None:
 def _row_group_cuts(counts: np.ndarray) -> list[int]:
     """Entry positions where row groups start (and the end): a new group after ``ROW_GROUP_ENTRIES``
     entries or once ``ROW_GROUP_IDS`` row ids are in the current one. At least one group."""
+    if len(counts) <= ROW_GROUP_ENTRIES and int(counts.sum(dtype=np.int64)) <= ROW_GROUP_IDS:
+        return [0, len(counts)]  # one group (the usual small file)
     cuts, start, ids = [0], 0, np.cumsum(counts.astype(np.int64))
     while start < len(counts):
         base = ids[start - 1] if start else 0
