@@ -9,7 +9,8 @@ on a fresh index of the table (``build(progress=False)`` then ``create_index`` +
 - ``value l_comment``: a value index on a nearly unique string (the key is most of the bytes);
 - ``term l_comment``: a term index (several words a row).
 
-Size: the index's files plus its manifest (the only secondary index of its table, so all of it),
+Size: the index's files plus its dictionary (``secondary_dict``) and manifest (the only secondary
+index of its table, so all of both; each share is printed too),
 against the data files (the issue's "of the data") and against the indexed column's compressed
 chunks; for the term index also bytes per (word, row) pair. Build: the best of ``--repeat``
 ``build_index`` runs against the best DuckDB ``SELECT count(*), sum(hash(col))`` over every file,
@@ -126,7 +127,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             builds = [
                 build_once(folder, root, kind, column, args.profile and i == 0) for i in range(args.repeat)
             ]
-            size = _du(root / kind) + _du(root / "secondary")
+            files_b, manifest_b = _du(root / kind), _du(root / "secondary")
+            dict_b = _du(root / "secondary_dict")
+            size = files_b + manifest_b + dict_b
             scan, scan_cpu = scan_time(folder, column, args.repeat)
             wall, cpu = min(b[0] for b in builds), min(b[1] for b in builds)
             col = column_bytes(files, column)
@@ -135,14 +138,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 per_pair = f"{size / max(pairs_of(root), 1):.2f} B / (word, row)"
             lines.append([
                 f"{spec.key} ({len(files)} files)", f"{kind} {column}", f"{size / 1e6:.2f} MB",
-                f"{size / data:.1%}", f"{size / col:.0%}", per_pair, f"{wall * 1e3:.0f} / {cpu * 1e3:.0f} ms",
+                f"{size / data:.1%}", f"{files_b / data:.1%} / {dict_b / data:.1%} / {manifest_b / data:.1%}",
+                f"{size / col:.0%}", per_pair, f"{wall * 1e3:.0f} / {cpu * 1e3:.0f} ms",
                 f"{scan * 1e3:.1f} / {scan_cpu * 1e3:.1f} ms", f"{wall / scan:.1f}x / {cpu / scan_cpu:.1f}x",
             ])  # fmt: skip
             print(" | ".join(lines[-1]), file=sys.stderr, flush=True)
             shutil.rmtree(root, ignore_errors=True)
     print(
         markdown_table(
-            ["layout", "index", "index + manifest", "/ data files", "/ column chunks", "term cost",
+            ["layout", "index", "index + dictionary + manifest", "/ data files",
+             "files / dictionary / manifest of the data", "/ column chunks", "term cost",
              "build_index: wall / CPU (best)", "DuckDB scan of the column: wall / CPU",
              "build / scan: wall / CPU"],
             lines,

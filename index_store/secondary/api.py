@@ -345,10 +345,12 @@ class SecondaryIndexes:
             return None
         staging = self.index_root / STAGING / uuid.uuid4().hex
         with writable(self.index_root):
-            built = build_files(self.root, staging, tasks, 0, progress, workers, compute)
+            written = build_files(self.root, staging, tasks, 0, progress, workers, compute)
+        built = written.rows
         staged = list(dict.fromkeys(built["index_file"].to_pylist()))
         base_version = snap.version
-        fresh = fresh_entries(staging, built)
+        # A local build has its dictionary rows at hand; files written elsewhere are read back.
+        fresh = written.dictionary if written.dictionary is not None else fresh_entries(staging, built)
         fresh_idx = {
             k: built.filter(pc.and_(pc.equal(built["index_type"], k[0]), pc.equal(built["column"], k[1])))[
                 "file_idx"

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from hudi_expr import BloomFilter, Expression, FileStats, In, Reference, might_match
 from index_store.errors import IndexCorruptError
+from index_store.partitions.secondary_dict import sorted_key_encoding
 from index_store.secondary.rowsets import encode_bitmap, is_dense, mask_of
 
 __all__ = [
@@ -217,12 +218,16 @@ def index_file_bytes(
             layout[column] = [next_group, next_group + groups]
             next_group += groups
             count = block["count"].to_numpy()
-            nulls = block["key"].is_null().to_numpy(zero_copy_only=False)
+            if block["key"].null_count:
+                nulls = block["key"].is_null().to_numpy(zero_copy_only=False)
+                null_rows, count = int(count[nulls].sum()), count[~nulls]
+            else:
+                null_rows = 0
             counts[column] = {
-                "distinct": int((~nulls).sum()),
-                "null_rows": int(count[nulls].sum()),
-                "pairs": int(count[~nulls].sum()),
-                "max_rows": int(count[~nulls].max()) if (~nulls).any() else 0,
+                "distinct": len(count),
+                "null_rows": null_rows,
+                "pairs": int(count.sum()),
+                "max_rows": int(count.max()) if len(count) else 0,
                 "bloom": _bloom_of(block["key"].drop_null(), (key_hashes or {}).get(column)),
             }
         writer.add_key_value_metadata(
@@ -248,24 +253,16 @@ def index_file_bytes(
 
 
 def _key_encoding(key_type: pa.DataType) -> str | None:
-    """The parquet encoding of a sorted key column: deltas of sorted integers (dates, timestamps)
-    and shared prefixes of sorted strings are small (format 2; format 1 stored keys PLAIN)."""
-    t = key_type
-    if pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t) or pa.types.is_time(t):
-        return "DELTA_BINARY_PACKED"
-    if (
-        pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-    ):
-        return "DELTA_BYTE_ARRAY"
-    return None
+    """The parquet encoding of an index file's sorted key column (format 2; format 1 stored keys
+    PLAIN)."""
+    return sorted_key_encoding(key_type)
 
 
 def _row_group_cuts(counts: np.ndarray) -> list[int]:
     """Entry positions where row groups start (and the end): a new group after ``ROW_GROUP_ENTRIES``
     entries or once ``ROW_GROUP_IDS`` row ids are in the current one. At least one group."""
+    if len(counts) <= ROW_GROUP_ENTRIES and int(counts.sum(dtype=np.int64)) <= ROW_GROUP_IDS:
+        return [0, len(counts)]  # one group (the usual small file)
     cuts, start, ids = [0], 0, np.cumsum(counts.astype(np.int64))
     while start < len(counts):
         base = ids[start - 1] if start else 0
