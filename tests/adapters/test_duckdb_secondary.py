@@ -417,6 +417,23 @@ def test_row_standing_for_exists_holds_the_used_columns(root: Path) -> None:
         assert only(p).answer and '"txt"' in p.sql, query
 
 
+def test_spliced_reads_named_as_written_by_a_cte(root: Path) -> None:
+    """A reference spliced inside an unaliased output expression (an EXISTS) is read through a CTE
+    of its name before the text as written, whose output names DuckDB then gives as for the text
+    alone: no rename, nothing bound to find the names. A text with a WITH of its own, or the name
+    read twice, is spliced and renamed as before; every name stays DuckDB alone's (``check``)."""
+    [x] = _some(root, "id", 1)
+    cons = _connections(root)
+    p = check(cons, f"SELECT EXISTS (SELECT 1 FROM t WHERE id = {x})")
+    assert p.sql.startswith('WITH "t" AS (') and p.sql.endswith(p.query) and "__hudi_named" not in p.sql
+    for query in (
+        f"WITH w AS (SELECT 1 AS one) SELECT EXISTS (SELECT 1 FROM t WHERE id = {x}), (SELECT one FROM w)",
+        f"SELECT EXISTS (SELECT 1 FROM t WHERE id = {x}), EXISTS (SELECT 1 FROM t WHERE id = -3)",
+    ):
+        p = check(cons, query)
+        assert "__hudi_named" in p.sql and all(table.answer for table in p.tables), query
+
+
 def test_exists_in_a_larger_query(plain_dir: Path) -> None:
     con, base = _connections(plain_dir, rules=None)
     for c in (con, base):
