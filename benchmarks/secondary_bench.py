@@ -494,6 +494,7 @@ class Row:
     query: str
     method: str
     timing: Timing
+    cpu: float  # least process CPU seconds of one run (every thread)
     bytes_read: int
     bytes_note: str
     detail: str
@@ -506,11 +507,14 @@ class Settings:
     budget: float
 
 
-def interleaved(ways: dict[str, Callable[[], Any]], repeat: int, budget: float) -> dict[str, Timing]:
-    """Best and median of each way over ``repeat`` rounds, a round running every way once in turn
-    (after one warm-up round), fewer rounds when one round takes over ``budget / repeat`` seconds.
+def interleaved(
+    ways: dict[str, Callable[[], Any]], repeat: int, budget: float
+) -> tuple[dict[str, Timing], dict[str, float]]:
+    """Best and median wall time of each way over ``repeat`` rounds, a round running every way
+    once in turn (after one warm-up round), fewer rounds when one round takes over ``budget /
+    repeat`` seconds; and each way's least process CPU time (every thread's, DuckDB's included).
     On a shared machine a burst of one way's runs can meet a quiet or a busy spell; rounds spread
-    the load over all ways alike, so their ratios hold."""
+    the load over all ways alike, so their ratios hold, and CPU time says what waiting hid."""
     first = 0.0
     for fn in ways.values():
         t0 = time.perf_counter()
@@ -518,12 +522,14 @@ def interleaved(ways: dict[str, Callable[[], Any]], repeat: int, budget: float) 
         first += time.perf_counter() - t0
     rounds = max(1, min(repeat, int(budget / max(first, 1e-9))))
     times: dict[str, list[float]] = {k: [] for k in ways}
+    cpu: dict[str, float] = dict.fromkeys(ways, float("inf"))
     for _ in range(rounds):
         for k, fn in ways.items():
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             fn()
             times[k].append(time.perf_counter() - t0)
-    return {k: Timing.from_list(v) for k, v in times.items()}
+            cpu[k] = min(cpu[k], time.process_time() - c0)
+    return {k: Timing.from_list(v) for k, v in times.items()}, cpu
 
 
 def _read_files_of(sql_text: str) -> list[str] | None:
@@ -599,26 +605,30 @@ def measure_query(layout: Layout, q: Query, cons: Connections, opt: Settings) ->
     alone = {
         f"DuckDB alone: {t}": partial(run_duckdb, cons.full, t, q.kind) for t in (q.sql, *q.baseline_sqls)
     }
-    timings = interleaved(
+    timings, cpu = interleaved(
         {**alone, **{k: v for k, v in ways.items() if k not in alone}}, opt.repeat, opt.budget
     )
 
     # 1. DuckDB alone: the fastest of the equivalent texts.
     texts = [(timings[f"DuckDB alone: {t}"], t) for t in (q.sql, *q.baseline_sqls)]
-    base = min(texts, key=lambda p: p[0].best)[0]
+    base, base_sql = min(texts, key=lambda p: p[0].best)
     if q.baseline_sqls:
         each = "; ".join(f"`{t.split(' WHERE ', 1)[1]}` {fmt_ms(tm.best)}" for tm, t in texts)
         notes.append(f"- {name}, {q.name}: DuckDB alone, {each} (the faster is the baseline)")
     groups = f"{n_files:,} files / {layout.footers.groups:,} row groups"
-    rows.append(Row(name, q.name, "DuckDB alone", base, all_bytes, cols, groups, answer_text))
+    rows.append(
+        Row(name, q.name, "DuckDB alone", base, cpu[f"DuckDB alone: {base_sql}"], all_bytes, cols, groups,
+            answer_text)
+    )  # fmt: skip
 
     # 2. File pruning alone: the bloom-only table through the adapter (planning included).
     p = plan(cons.bloom, q.sql)
     kept = [f for t in p.tables if t.result is not None for f in t.result.files]
     pruned = timings["file pruning alone"]
     kept_bytes = layout.footers.bytes(kept, q.columns) if p.tables else all_bytes
-    rows.append(Row(name, q.name, "file pruning alone (bloom-only, adapters.duckdb.sql)", pruned, kept_bytes,
-                    cols, f"kept {len(kept):,} of {n_files:,} files", answer_text))  # fmt: skip
+    rows.append(Row(name, q.name, "file pruning alone (bloom-only, adapters.duckdb.sql)", pruned,
+                    cpu["file pruning alone"], kept_bytes, cols, f"kept {len(kept):,} of {n_files:,} files",
+                    answer_text))  # fmt: skip
 
     # 3a. The secondary index directly.
     direct = timings["secondary index"]
@@ -628,8 +638,9 @@ def measure_query(layout: Layout, q: Query, cons: Connections, opt: Settings) ->
     split = f"data {fmt_mb(reads.data_bytes)} + index {fmt_mb(reads.index_bytes)}"
     total = reads.data_bytes + reads.index_bytes
     rows.append(
-        Row(name, q.name, f"secondary index: t.{what}()", direct, total, split, reads.text(), answer_text)
-    )
+        Row(name, q.name, f"secondary index: t.{what}()", direct, cpu["secondary index"], total, split,
+            reads.text(), answer_text)
+    )  # fmt: skip
     purpose: Purpose = "count" if q.kind == "count" else "exists" if q.kind == "exists" else "rows"
     width = None if q.columns is None else len(q.columns)
     rules = UseRules(purpose=purpose, columns=width, reader=row_reader().name)  # as t.read/count/exists
@@ -647,7 +658,8 @@ def measure_query(layout: Layout, q: Query, cons: Connections, opt: Settings) ->
     pyarrow_bytes = reads.data_bytes + reads.index_bytes
     rows.append(Row(
         name, q.name, "secondary table, adapters.duckdb.sql" + ("" if uses else " (index not used)"), through,
-        pyarrow_bytes + duck_bytes, f"pyarrow {fmt_mb(pyarrow_bytes)} + DuckDB {fmt_mb(duck_bytes)}",
+        cpu["secondary table through the adapter"], pyarrow_bytes + duck_bytes,
+        f"pyarrow {fmt_mb(pyarrow_bytes)} + DuckDB {fmt_mb(duck_bytes)}",
         f"DuckDB: {duck_text}; pyarrow: {reads.text()}", answer_text,
     ))  # fmt: skip
     notes.append(
@@ -719,8 +731,8 @@ def _uses_index(p: Any) -> bool:
     """Whether the adapter's plan says it selected rows with the secondary index (any attribute
     the adapter may expose for it)."""
     for t in getattr(p, "tables", ()):
-        if getattr(t, "index_used", False) is True:
-            return True
+        if getattr(t, "index_used", False) is True or "secondary index" in getattr(t, "answer", ""):
+            return True  # rows selected, or a count / EXISTS answered (its dictionary: no selection)
         for attr in ("selection", "row_selection", "secondary", "index_use"):
             value = getattr(t, attr, None)
             used = getattr(getattr(value, "use", value), "used", None)
@@ -766,7 +778,8 @@ def query_table(rows: Sequence[Row]) -> list[list[str]]:
             if (x.layout, x.query) == (r.layout, r.query) and x.method.startswith("file pruning")
         )
         out.append([
-            r.layout, r.query, r.method, r.timing.text(), f"{fmt_mb(r.bytes_read)} ({r.bytes_note})",
+            r.layout, r.query, r.method, f"{r.timing.text()}; CPU {fmt_ms(r.cpu)}",
+            f"{fmt_mb(r.bytes_read)} ({r.bytes_note})",
             ratio(base.timing.best, r.timing.best), ratio(bloom.timing.best, r.timing.best),
             f"{ratio(min(base.timing.best, bloom.timing.best), r.timing.best)} "
             f"({ratio(min(base.timing.median, bloom.timing.median), r.timing.median)})",
@@ -1103,7 +1116,8 @@ def run(args: argparse.Namespace, work: Path, tables: Path, scale: float, specs:
         f"\nBest (median) of up to {opt.repeat} warm rounds after a warm-up round (fewer when one round "
         f"exceeds {opt.budget:.0f} s / {opt.repeat}), a round running every method of a query once in turn; "
         "page cache warm; every answer equal to DuckDB alone's (checked before timing). Bytes: compressed "
-        "column chunks read (see the script's docstring). Ratios: DuckDB alone / this, file pruning / this, "
+        "column chunks read (see the script's docstring). CPU: the least process CPU time of one run (all "
+        "threads). Ratios: DuckDB alone / this, file pruning / this, "
         "the faster of the two / this, best (median) (higher is better)\n"
     )
     print(markdown_table(
