@@ -31,16 +31,17 @@ which). Each is measured
    the plan's words are printed).
 
 Every answer is checked equal to DuckDB alone's before anything is timed (the script stops
-otherwise). Times are the best and median of ``--repeat`` warm runs after a warm-up (fewer when
-one run exceeds ``--budget / --repeat`` seconds), page cache warm (data and indexes fit in memory;
-no cold runs). Bytes read are compressed column chunk sizes from parquet footers (page headers
-included, footers not): for DuckDB alone every chunk of the columns the query needs, for file
-pruning those of the kept files; for the index path the chunks ``pyarrow`` actually reads, recorded
-during one run (the row groups ``read`` touches, and the row groups of index files a lookup
-reads); for the adapter on the secondary table, what it reads through ``pyarrow`` (index lookups)
-plus what its DuckDB query reads: the needed chunks of the files it reads whole, and of the row
-groups its ``file_row_number`` filter admits in the files it reads by row number (DuckDB may
-decode less inside a row group; that is not counted).
+otherwise). Times are the best and median of ``--repeat`` warm rounds after a warm-up round (fewer
+when one round exceeds ``--budget / --repeat`` seconds); a round runs every method of one query
+once, in turn (DuckDB alone, file pruning, the index API, the adapter), so load on the machine slows
+them alike. Page cache warm (data and indexes fit in memory; no cold runs). Bytes read are
+compressed column chunk sizes from parquet footers (page headers included, footers not): for DuckDB
+alone every chunk of the columns the query needs, for file pruning those of the kept files; for the
+index path the chunks ``pyarrow`` actually reads, recorded during one run (the row groups ``read``
+touches, and the row groups of index files a lookup reads); for the adapter on the secondary table,
+what it reads through ``pyarrow`` (index lookups) plus what its DuckDB query reads: the needed
+chunks of the files it reads whole, and of the row groups its ``file_row_number`` filter admits in
+the files it reads by row number (DuckDB may decode less inside a row group; that is not counted).
 
 Index size is the bytes on disk of the secondary index (its index files and the manifest, which
 holds per-file counts and blooms of the keys) against the data files; build time
@@ -493,6 +494,7 @@ class Row:
     query: str
     method: str
     timing: Timing
+    cpu: float  # least process CPU seconds of one run (every thread)
     bytes_read: int
     bytes_note: str
     detail: str
@@ -503,6 +505,31 @@ class Row:
 class Settings:
     repeat: int
     budget: float
+
+
+def interleaved(
+    ways: dict[str, Callable[[], Any]], repeat: int, budget: float
+) -> tuple[dict[str, Timing], dict[str, float]]:
+    """Best and median wall time of each way over ``repeat`` rounds, a round running every way
+    once in turn (after one warm-up round), fewer rounds when one round takes over ``budget /
+    repeat`` seconds; and each way's least process CPU time (every thread's, DuckDB's included).
+    On a shared machine a burst of one way's runs can meet a quiet or a busy spell; rounds spread
+    the load over all ways alike, so their ratios hold, and CPU time says what waiting hid."""
+    first = 0.0
+    for fn in ways.values():
+        t0 = time.perf_counter()
+        fn()
+        first += time.perf_counter() - t0
+    rounds = max(1, min(repeat, int(budget / max(first, 1e-9))))
+    times: dict[str, list[float]] = {k: [] for k in ways}
+    cpu: dict[str, float] = dict.fromkeys(ways, float("inf"))
+    for _ in range(rounds):
+        for k, fn in ways.items():
+            c0, t0 = time.process_time(), time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+            cpu[k] = min(cpu[k], time.process_time() - c0)
+    return {k: Timing.from_list(v) for k, v in times.items()}, cpu
 
 
 def _read_files_of(sql_text: str) -> list[str] | None:
@@ -574,35 +601,46 @@ def measure_query(layout: Layout, q: Query, cons: Connections, opt: Settings) ->
     answer_text = shown(expected)
     rows: list[Row] = []
     notes: list[str] = []
+    # Every way timed round-robin (one run of each in turn), so load on the machine hits them alike.
+    alone = {
+        f"DuckDB alone: {t}": partial(run_duckdb, cons.full, t, q.kind) for t in (q.sql, *q.baseline_sqls)
+    }
+    timings, cpu = interleaved(
+        {**alone, **{k: v for k, v in ways.items() if k not in alone}}, opt.repeat, opt.budget
+    )
 
     # 1. DuckDB alone: the fastest of the equivalent texts.
-    texts = [(timed(partial(run_duckdb, cons.full, t, q.kind), opt.repeat, opt.budget), t)
-             for t in (q.sql, *q.baseline_sqls)]  # fmt: skip
-    base = min(texts, key=lambda p: p[0].best)[0]
+    texts = [(timings[f"DuckDB alone: {t}"], t) for t in (q.sql, *q.baseline_sqls)]
+    base, base_sql = min(texts, key=lambda p: p[0].best)
     if q.baseline_sqls:
         each = "; ".join(f"`{t.split(' WHERE ', 1)[1]}` {fmt_ms(tm.best)}" for tm, t in texts)
         notes.append(f"- {name}, {q.name}: DuckDB alone, {each} (the faster is the baseline)")
     groups = f"{n_files:,} files / {layout.footers.groups:,} row groups"
-    rows.append(Row(name, q.name, "DuckDB alone", base, all_bytes, cols, groups, answer_text))
+    rows.append(
+        Row(name, q.name, "DuckDB alone", base, cpu[f"DuckDB alone: {base_sql}"], all_bytes, cols, groups,
+            answer_text)
+    )  # fmt: skip
 
     # 2. File pruning alone: the bloom-only table through the adapter (planning included).
     p = plan(cons.bloom, q.sql)
     kept = [f for t in p.tables if t.result is not None for f in t.result.files]
-    pruned = timed(ways["file pruning alone"], opt.repeat, opt.budget)
+    pruned = timings["file pruning alone"]
     kept_bytes = layout.footers.bytes(kept, q.columns) if p.tables else all_bytes
-    rows.append(Row(name, q.name, "file pruning alone (bloom-only, adapters.duckdb.sql)", pruned, kept_bytes,
-                    cols, f"kept {len(kept):,} of {n_files:,} files", answer_text))  # fmt: skip
+    rows.append(Row(name, q.name, "file pruning alone (bloom-only, adapters.duckdb.sql)", pruned,
+                    cpu["file pruning alone"], kept_bytes, cols, f"kept {len(kept):,} of {n_files:,} files",
+                    answer_text))  # fmt: skip
 
     # 3a. The secondary index directly.
-    direct = timed(ways["secondary index"], opt.repeat, opt.budget)
+    direct = timings["secondary index"]
     with recorded_reads() as reads:
         ways["secondary index"]()
     what = {"rows": "read", "count": "count", "exists": "exists"}[q.kind]
     split = f"data {fmt_mb(reads.data_bytes)} + index {fmt_mb(reads.index_bytes)}"
     total = reads.data_bytes + reads.index_bytes
     rows.append(
-        Row(name, q.name, f"secondary index: t.{what}()", direct, total, split, reads.text(), answer_text)
-    )
+        Row(name, q.name, f"secondary index: t.{what}()", direct, cpu["secondary index"], total, split,
+            reads.text(), answer_text)
+    )  # fmt: skip
     purpose: Purpose = "count" if q.kind == "count" else "exists" if q.kind == "exists" else "rows"
     width = None if q.columns is None else len(q.columns)
     rules = UseRules(purpose=purpose, columns=width, reader=row_reader().name)  # as t.read/count/exists
@@ -613,14 +651,15 @@ def measure_query(layout: Layout, q: Query, cons: Connections, opt: Settings) ->
     p = plan(cons.secondary, q.sql)
     said = [ln.strip() for ln in str(p).splitlines() if "secondary" in ln.lower() or "row" in ln.lower()]
     uses = any("secondary index used" in ln.lower() for ln in said) or _uses_index(p)
-    through = timed(ways["secondary table through the adapter"], opt.repeat, opt.budget)
+    through = timings["secondary table through the adapter"]
     with recorded_reads() as reads:
         ways["secondary table through the adapter"]()
     duck_bytes, duck_text = adapter_reads(layout, p, q)
     pyarrow_bytes = reads.data_bytes + reads.index_bytes
     rows.append(Row(
         name, q.name, "secondary table, adapters.duckdb.sql" + ("" if uses else " (index not used)"), through,
-        pyarrow_bytes + duck_bytes, f"pyarrow {fmt_mb(pyarrow_bytes)} + DuckDB {fmt_mb(duck_bytes)}",
+        cpu["secondary table through the adapter"], pyarrow_bytes + duck_bytes,
+        f"pyarrow {fmt_mb(pyarrow_bytes)} + DuckDB {fmt_mb(duck_bytes)}",
         f"DuckDB: {duck_text}; pyarrow: {reads.text()}", answer_text,
     ))  # fmt: skip
     notes.append(
@@ -692,8 +731,8 @@ def _uses_index(p: Any) -> bool:
     """Whether the adapter's plan says it selected rows with the secondary index (any attribute
     the adapter may expose for it)."""
     for t in getattr(p, "tables", ()):
-        if getattr(t, "index_used", False) is True:
-            return True
+        if getattr(t, "index_used", False) is True or "secondary index" in getattr(t, "answer", ""):
+            return True  # rows selected, or a count / EXISTS answered (its dictionary: no selection)
         for attr in ("selection", "row_selection", "secondary", "index_use"):
             value = getattr(t, attr, None)
             used = getattr(getattr(value, "use", value), "used", None)
@@ -739,8 +778,11 @@ def query_table(rows: Sequence[Row]) -> list[list[str]]:
             if (x.layout, x.query) == (r.layout, r.query) and x.method.startswith("file pruning")
         )
         out.append([
-            r.layout, r.query, r.method, r.timing.text(), f"{fmt_mb(r.bytes_read)} ({r.bytes_note})",
+            r.layout, r.query, r.method, f"{r.timing.text()}; CPU {fmt_ms(r.cpu)}",
+            f"{fmt_mb(r.bytes_read)} ({r.bytes_note})",
             ratio(base.timing.best, r.timing.best), ratio(bloom.timing.best, r.timing.best),
+            f"{ratio(min(base.timing.best, bloom.timing.best), r.timing.best)} "
+            f"({ratio(min(base.timing.median, bloom.timing.median), r.timing.median)})",
             ratio(base.bytes_read, r.bytes_read) if r.bytes_read else "no data read",
             r.detail, r.result,
         ])  # fmt: skip
@@ -1071,14 +1113,16 @@ def run(args: argparse.Namespace, work: Path, tables: Path, scale: float, specs:
         rows += r
         notes += n
     print(
-        f"\nBest (median) of up to {opt.repeat} warm runs after a warm-up (fewer when one run exceeds "
-        f"{opt.budget:.0f} s / {opt.repeat}); page cache warm; every answer equal to DuckDB alone's "
-        "(checked before timing). Bytes: compressed column chunks read (see the script's docstring). "
-        "Ratios: DuckDB alone / this, file pruning / this (higher is better)\n"
+        f"\nBest (median) of up to {opt.repeat} warm rounds after a warm-up round (fewer when one round "
+        f"exceeds {opt.budget:.0f} s / {opt.repeat}), a round running every method of a query once in turn; "
+        "page cache warm; every answer equal to DuckDB alone's (checked before timing). Bytes: compressed "
+        "column chunks read (see the script's docstring). CPU: the least process CPU time of one run (all "
+        "threads). Ratios: DuckDB alone / this, file pruning / this, "
+        "the faster of the two / this, best (median) (higher is better)\n"
     )
     print(markdown_table(
         ["layout", "query", "method", "time", "bytes read", "vs DuckDB alone", "vs file pruning",
-         "bytes: DuckDB alone / this", "touched", "answer"],
+         "vs the faster", "bytes: DuckDB alone / this", "touched", "answer"],
         query_table(rows),
     ))  # fmt: skip
     print("\nTargets:\n")

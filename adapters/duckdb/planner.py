@@ -4,9 +4,11 @@ pruned and rows selected with them and the filters dynamic pruning derived (``Pl
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import warnings
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -85,7 +87,17 @@ class Translated:
     bound: list[Expression]
     not_used: list[tuple[dict[str, Any] | None, str, str]]  # (conjunct, text, why)
     exact: bool
-    result: PruneResult | None = None  # pruned by ``bound`` alone
+    # Pruning by ``bound`` alone, run when first asked for (``result``): a count or EXISTS the
+    # secondary index's dictionary answers needs none.
+    prune_by: Callable[[], PruneResult] | None = field(default=None, repr=False)
+    pruned: PruneResult | None = field(default=None, repr=False)
+
+    @property
+    def result(self) -> PruneResult | None:
+        """The files ``bound`` alone keeps (None: not pruned, no conjunct translated to prune)."""
+        if self.pruned is None and self.prune_by is not None:
+            self.pruned, self.prune_by = self.prune_by(), None
+        return self.pruned
 
     @property
     def predicate(self) -> Expression:
@@ -166,7 +178,7 @@ class Planner:
             bound.append(expr)
         self._check(unchecked, registration, ref)
         translated = Translated(schema, used, bound, not_used, exact)
-        translated.result = prune(registration.table, translated.predicate)
+        translated.prune_by = functools.partial(prune, registration.table, translated.predicate)
         return translated
 
     def _check(self, conjuncts: list[dict[str, Any]], registration: Registration, ref: TableRef) -> None:
@@ -294,9 +306,11 @@ class Planner:
         translated: Translated,
         dynamic: tuple[list[Derived], list[Refusal]] | None,
         rules: UseRules | None,
+        columns: tuple[str, ...] | None = None,
     ) -> Pruned:
         """Add the derived filters, prune the files, and select the reference's rows by the
-        secondary index when ``rules`` say it pays."""
+        secondary index when ``rules`` say it pays; ``columns``: those the query may read of the
+        reference (None: every one), which a row standing for an EXISTS's matches needs."""
         derived, refusals = dynamic or ([], [])
         schema = translated.schema
         used, parts = list(translated.used), list(translated.bound)
@@ -325,11 +339,14 @@ class Planner:
                 extra = dropped.get(id(join.conjunct))
                 why = "compares columns of two tables" + (f"; {extra}" if extra else "")
                 not_used.append(f"{self.walker.source_text(join.conjunct)}  ({why})")
-        result = translated.result
-        if gave or result is None:
-            predicate = And(*parts) if parts else AlwaysTrue()
-            result = prune(registration.table, predicate)
         predicate = And(*parts) if parts else AlwaysTrue()
+        # A count or EXISTS the dictionary answers exactly is planned without pruning files.
+        answered = None
+        if translated.exact and not not_used and used and not gave:
+            answered = _dictionary_rows(registration, predicate, rules)
+        result = _answered_files(registration, answered) if answered is not None else translated.result
+        if gave or result is None:
+            result = prune(registration.table, predicate)
         note = ""
         if not result.index_used:
             # Nothing was pruned: no conjunct counts as used, and the user hears why.
@@ -342,7 +359,6 @@ class Planner:
             warnings.warn(f"{registration.name}: {note}", IndexUnusedWarning, stacklevel=6)
         selection, index = None, ""
         exact = translated.exact and not not_used and bool(used) and not gave
-        answered = _dictionary_rows(registration, predicate, rules) if exact else None
         counted = None if answered is None else answered.rows
         if answered is not None:
             asked = "count(*)" if rules is not None and rules.purpose == "count" else "EXISTS"
@@ -370,7 +386,8 @@ class Planner:
             selection=selection,
         )
         holding = () if answered is None else answered.files
-        constant = _matching_row(registration, predicate) if counted else ""
+        used_columns = None if ref.node.get(Key.COLUMN_NAME_ALIAS) else columns  # renames are positional
+        constant = _matching_row(registration, predicate, used_columns) if counted else ""
         return Pruned(
             table, exact, tuple(parts) if result.index_used else (), bool(gave), counted, holding, constant
         )
@@ -544,6 +561,16 @@ def _dictionary_rows(
         return None  # the ordinary path says why
 
 
+def _answered_files(registration: Registration, answered: DictionaryRows) -> PruneResult:
+    """The files of an answer from the dictionary, as a pruning's result: those holding a match,
+    out of the table's indexed files (the dictionary answers only when it knows every live file)."""
+    try:
+        total = len(registration.table.stats([], with_blooms=False).row_count)
+    except IndexStoreError:
+        total = len(answered.files)
+    return PruneResult(list(answered.files), total)
+
+
 # Column types whose equality with a literal of the bound type is plain equality in DuckDB (no
 # time zone, collation or float rule between the literal and the column).
 _PLAIN_EQUALITY = {
@@ -552,10 +579,14 @@ _PLAIN_EQUALITY = {
 }  # fmt: skip
 
 
-def _matching_row(registration: Registration, predicate: Expression) -> str:
+def _matching_row(
+    registration: Registration, predicate: Expression, columns: tuple[str, ...] | None = None
+) -> str:
     """A one-row query with the registered columns that ``predicate`` keeps, or "": when it is
     ``column = literal`` on a column of plain equality, the row holds the literal there and NULL
-    elsewhere (the query's WHERE is exactly the predicate, so it keeps that row and no other)."""
+    elsewhere (the query's WHERE is exactly the predicate, so it keeps that row and no other).
+    ``columns``: only those (and the predicate's) are in the row, the ones the query may read:
+    DuckDB plans a row of 16 typed NULLs in 2 ms, of one in 0.5."""
     if not isinstance(predicate, EqualTo):
         return ""
     term = predicate.term
@@ -568,6 +599,7 @@ def _matching_row(registration: Registration, predicate: Expression) -> str:
     return "SELECT " + ", ".join(
         f"CAST({literal if c == term.name else 'NULL'} AS {t}) AS {quote_name(c)}"
         for c, t in registration.columns
+        if columns is None or c == term.name or c in columns
     )
 
 

@@ -205,12 +205,16 @@ def choose(
             index_ms += c.read_file + per_file + one * out_cols * c.value
     else:
         has = upper > 0
-        decoded = float(np.minimum(n, upper * c.decode_unit).sum())
+        around = np.minimum(n, upper * c.decode_unit)
+        decoded = float(around.sum())
         index_ms = lookup_ms + int(has.sum()) * (c.read_file + per_file) + decoded * out_cols * c.value
         # The predicate tested on the rows read: the residual filter of an inexact selection, and
         # an engine's own WHERE (the SQL adapter, Spark) exact or not; counted always (at worst
-        # the index looks a little dearer than it is).
-        index_ms += filtering(float(upper.sum()))
+        # the index looks a little dearer than it is). A reader that filters in its scan
+        # (``pushdown``) tests every row of a file whose selected rows make it decode the whole
+        # file (it is then read whole, without a row filter): the index saves no filtering there.
+        tested = np.where(around >= n, n, upper) if c.pushdown else upper
+        index_ms += filtering(float(tested.sum()))
     read = ~work.whole if work.purpose in ("count", "exists") else np.ones(len(n), dtype=bool)
     pruning_ms = reading(float(read.sum()), n[read], upper[read])
     everything = np.array([float(work.total_rows)])

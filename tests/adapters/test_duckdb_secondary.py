@@ -12,8 +12,10 @@ rows (as a multiset), names and types must match.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -339,6 +341,97 @@ def test_exists_from_the_dictionary(root: Path, query: str, read: bool) -> None:
     assert table.selection is None  # no per-file lookup
     assert ("read_parquet" in p.sql) == read
     assert table.kept == int(read)
+
+
+def _data_files_opened(con: duckdb.DuckDBPyConnection, run: Callable[[], object]) -> set[str]:
+    """The parquet files DuckDB opens on ``con`` while ``run`` runs (its FileSystem log)."""
+    con.execute("CALL enable_logging('FileSystem')")
+    try:
+        con.execute("CALL truncate_duckdb_logs()")
+        run()
+        logged = con.sql("SELECT message FROM duckdb_logs WHERE type = 'FileSystem'").fetchall()
+    finally:
+        con.execute("CALL disable_logging()")
+    return {json.loads(m)["path"] for (m,) in logged if json.loads(m).get("path", "").endswith(".parquet")}
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT EXISTS (SELECT 1 FROM t WHERE id = {id0})",  # named by its text, spliced inside
+        "SELECT count(*) FROM t WHERE id = {id0}",
+        "SELECT NOT EXISTS (SELECT 1 FROM t WHERE id = -3), EXISTS (SELECT k FROM t WHERE s = '{s0}')",
+    ],
+)
+def test_dictionary_answers_open_no_data_file(root: Path, query: str) -> None:
+    """A count or EXISTS of one exactly indexed leaf is planned and run without DuckDB opening a
+    data file: not to bind the registered view for the output names (an empty CTE of the columns
+    names them), nor to read a row standing for a match (one of the columns the query uses)."""
+    [x] = _some(root, "id", 1)
+    [s] = _some(root, "s", 1)
+    text = query.format(id0=x, s0=s)
+    con, base = _connections(root)
+    opened = _data_files_opened(con, lambda: check((con, base), text))
+    assert all(t.answer for t in plan(con, text).tables)
+    assert opened == set()
+    # The check's own plain view opens them: the log sees files.
+    assert _data_files_opened(base, lambda: base.sql(text).fetchall())
+
+
+def test_dictionary_answers_do_not_prune(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A count or EXISTS the dictionary answers plans no pruning by statistics and blooms (the
+    lookup decides it alone); a read of rows still prunes."""
+    [x] = _some(root, "id", 1)
+    con, base = _connections(root)
+    pruned: list[object] = []
+    real = IndexedTable.prune
+
+    def counting(self: IndexedTable, *args: object, **kwargs: object) -> object:
+        pruned.append(args)
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(IndexedTable, "prune", counting)
+    answered = (f"SELECT count(*) FROM t WHERE id = {x}", f"SELECT EXISTS (SELECT k FROM t WHERE id = {x})")
+    for query in answered:
+        table = only(check((con, base), query))
+        assert "dictionary" in table.answer and table.total == len(_files(root))
+        assert pruned == [], query
+    only(check((con, base), f"SELECT * FROM t WHERE id = {x}"))
+    assert len(pruned) == 1
+
+
+def test_row_standing_for_exists_holds_the_used_columns(root: Path) -> None:
+    """The row standing for an EXISTS's matches holds the columns the query may read, every one
+    where a star expands the reference or its columns are renamed by position."""
+    [x] = _some(root, "id", 1)
+    cons = _connections(root)
+    narrow = check(cons, f"SELECT EXISTS (SELECT 1 FROM t WHERE id = {x})")
+    assert '"id"' in narrow.sql and '"txt"' not in narrow.sql and '"grp"' not in narrow.sql
+    used = check(cons, f"SELECT EXISTS (SELECT grp FROM t WHERE id = {x})")
+    assert '"grp"' in used.sql and '"txt"' not in used.sql
+    for query in (
+        f"SELECT EXISTS (SELECT * FROM t WHERE id = {x})",
+        f"SELECT EXISTS (SELECT b FROM t AS u(a, b) WHERE b = {x})",
+    ):
+        p = check(cons, query)
+        assert only(p).answer and '"txt"' in p.sql, query
+
+
+def test_spliced_reads_named_as_written_by_a_cte(root: Path) -> None:
+    """A reference spliced inside an unaliased output expression (an EXISTS) is read through a CTE
+    of its name before the text as written, whose output names DuckDB then gives as for the text
+    alone: no rename, nothing bound to find the names. A text with a WITH of its own, or the name
+    read twice, is spliced and renamed as before; every name stays DuckDB alone's (``check``)."""
+    [x] = _some(root, "id", 1)
+    cons = _connections(root)
+    p = check(cons, f"SELECT EXISTS (SELECT 1 FROM t WHERE id = {x})")
+    assert p.sql.startswith('WITH "t" AS (') and p.sql.endswith(p.query) and "__hudi_named" not in p.sql
+    for query in (
+        f"WITH w AS (SELECT 1 AS one) SELECT EXISTS (SELECT 1 FROM t WHERE id = {x}), (SELECT one FROM w)",
+        f"SELECT EXISTS (SELECT 1 FROM t WHERE id = {x}), EXISTS (SELECT 1 FROM t WHERE id = -3)",
+    ):
+        p = check(cons, query)
+        assert "__hudi_named" in p.sql and all(table.answer for table in p.tables), query
 
 
 def test_exists_in_a_larger_query(plain_dir: Path) -> None:

@@ -191,3 +191,22 @@ def test_calibrate_measures_positive_constants(tmp_path: Path) -> None:
     assert measured.origin == "calibrated" and measured.reader == "pyarrow"
     assert all(getattr(measured, f) > 0 for f in ("lookup_file", "scan_file", "value", "filter_value"))
     assert isinstance(measured, Costs)
+
+
+def test_rows_read_whole_are_filtered_whole_by_a_pushdown_reader() -> None:
+    # The large layout's ``l_suppkey = X AND l_shipmode = 'AIR'``: the selected rows lie in every
+    # block, so DuckDB reads each file whole and its WHERE tests every row, as pruning alone does;
+    # the index then only adds its lookups and must not be chosen (it was, 401 vs 407 ms).
+    c = stored_costs("duckdb")
+    n = np.full(4, 150_000.0)
+    work = Work("rows", n, np.zeros(4, dtype=bool), 16, 2, 0, 4, int(n.sum()))
+    everywhere = np.full(4, 150.0)  # 150 x 4,096 > 150,000: every row decoded
+    choice = choose(c, work, everywhere, everywhere, lookups=4, lookup_rows=float(n.sum()), exact=True)
+    assert choice.decoded_rows == float(n.sum())
+    assert choice.path != "index" and choice.index_ms > choice.pruning_ms
+    # A few rows of big files: read by row number, the WHERE tests only the rows around them
+    # (not every row, as pruning's read does); the index wins.
+    big = np.full(4, 3_000_000.0)
+    work = dataclasses.replace(work, row_counts=big, total_rows=int(big.sum()))
+    few = np.full(4, 2.0)
+    assert choose(c, work, few, few, lookups=4, lookup_rows=float(big.sum()), exact=True).path == "index"
