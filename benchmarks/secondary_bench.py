@@ -15,7 +15,8 @@ Each layout gets two indexes over the same files:
 - ``bloom-only``: the same ``build(bloom_columns=...)`` and no secondary index (file pruning alone).
 
 Queries: ``SELECT *`` for ``l_partkey = X``, ``l_partkey IN (10 values)``, ``l_suppkey = X AND
-l_shipmode = 'AIR'``; ``count(*)`` and ``EXISTS`` for ``l_partkey = X``; and a rare-term search,
+l_shipmode = 'AIR'``; ``count(*)`` and ``EXISTS`` for ``l_partkey = X``; ``count(*)`` of a range of
+0.1% of the part keys (``l_partkey BETWEEN X AND X + n``); and a rare-term search,
 ``contains_term(l_comment, w)`` for a word ``w`` in under 0.01% of rows (TPC-H comments are cut at
 random lengths, so word fragments such as ``efore`` are that rare; the most frequent word under
 the limit is taken, else a made-up word is planted into a few hundred rows, and the output says
@@ -446,6 +447,7 @@ def queries(meta: Meta) -> list[Query]:
     x, xs, s, w = meta.partkey, meta.partkeys, meta.suppkey, meta.word
     in_list = ", ".join(str(k) for k in xs)
     term_where = f"contains_term(l_comment, '{w}')"
+    span = max(1, round(meta.rows / 30_000))  # TPC-H has 200,000 part keys per 6M rows: 0.1% of them
     return [
         Query("point: l_partkey = X", f"SELECT * FROM lineitem WHERE l_partkey = {x}",
               col("l_partkey") == x, "rows", None),
@@ -456,6 +458,9 @@ def queries(meta: Meta) -> list[Query]:
               (col("l_suppkey") == s) & (col("l_shipmode") == "AIR"), "rows", None),
         Query("count(*) WHERE l_partkey = X", f"SELECT count(*) FROM lineitem WHERE l_partkey = {x}",
               col("l_partkey") == x, "count", ("l_partkey",)),
+        Query(f"count(*) WHERE l_partkey BETWEEN X AND X + {span - 1} (0.1% of keys)",
+              f"SELECT count(*) FROM lineitem WHERE l_partkey BETWEEN {x} AND {x + span - 1}",
+              (col("l_partkey") >= x) & (col("l_partkey") <= x + span - 1), "count", ("l_partkey",)),
         Query("EXISTS (l_partkey = X)", f"SELECT EXISTS (SELECT 1 FROM lineitem WHERE l_partkey = {x})",
               col("l_partkey") == x, "exists", ("l_partkey",)),
         Query(f"rare term: contains_term(l_comment, '{w}')", f"SELECT * FROM lineitem WHERE {term_where}",
@@ -792,7 +797,8 @@ def query_table(rows: Sequence[Row]) -> list[list[str]]:
 def targets(
     rows: Sequence[Row], layouts: Sequence[Layout], scans: dict[str, dict[str, Timing]]
 ) -> list[list[str]]:
-    """The issue's targets per layout, for the index API (and for the adapter where it used the index)."""
+    """Issue 25's targets per layout: the index API (``t.read``/``count``/``exists``) and the adapter
+    on the secondary table, each against DuckDB alone (and file pruning alone where the issue says)."""
 
     def find(layout: str, query: str, method: str) -> Row | None:
         return next(
@@ -804,41 +810,55 @@ def targets(
             None,
         )
 
+    apis = (("secondary index", "in-process"), ("secondary table, adapters.duckdb.sql", "through SQL"))
     out = []
     for lay in layouts:
         k = lay.spec.key
-        paths = [("secondary index", "")]
-        if any(r.layout == k and r.method == "secondary table, adapters.duckdb.sql" for r in rows):
-            paths.append(("secondary table, adapters.duckdb.sql", " (through the adapter)"))
-        for method, via in paths:
-            for q in ("count(*)", "EXISTS"):
-                b, i = find(k, q, "DuckDB alone"), find(k, q, method)
-                if b and i and (not via or i.method == method):
-                    x = b.timing.best / i.timing.best
-                    what = f"{k}: {q} from the index alone ≥ 20x faster than DuckDB alone{via}"
-                    out.append([what, f"{x:.1f}x", met(x >= 20)])
-            b, i = find(k, "rare term", "DuckDB alone"), find(k, "rare term", method)
-            if b and i and (not via or i.method == method):
-                x = b.timing.best / i.timing.best
-                what = f"{k}: rare-term search ≥ 10x faster than DuckDB alone{via}"
-                out.append([what, f"{x:.1f}x", met(x >= 10)])
-            b, f, i = (
-                find(k, "point", "DuckDB alone"),
-                find(k, "point", "file pruning"),
-                find(k, "point", method),
-            )
-            if b and f and i and (not via or i.method == method):
-                fewer = b.bytes_read / max(i.bytes_read, 1)
-                what = f"{k}: point query reads ≥ 10x fewer bytes than DuckDB alone{via}"
-                out.append([what, f"{fewer:.1f}x fewer", met(fewer >= 10)])
-                vs_b, vs_f = b.timing.best / i.timing.best, f.timing.best / i.timing.best
-                what = f"{k}: point query never slower than DuckDB alone, nor than file pruning alone{via}"
-                out.append([what, f"{vs_b:.2f}x / {vs_f:.2f}x as fast", met(vs_b >= 1 and vs_f >= 1)])
+        # Never slower: every shape, both APIs, against the faster of DuckDB alone and pruning alone.
+        worst: list[tuple[float, str]] = []
+        for r in rows:
+            if r.layout != k or not r.method.startswith(tuple(m for m, _ in apis)):
+                continue
+            b, f = find(k, r.query, "DuckDB alone"), find(k, r.query, "file pruning")
+            if b and f:
+                api = next(label for m, label in apis if r.method.startswith(m))
+                worst.append((min(b.timing.best, f.timing.best) / r.timing.best, f"{r.query} ({api})"))
+        below = sorted(x for x in worst if x[0] < 1.0)
+        shown = "; ".join(f"{name} {x:.2f}x" for x, name in below) or f"lowest {min(worst)[0]:.2f}x"
+        out.append([f"{k}: every shape, both APIs, ≥ 1.0x the faster of DuckDB alone and pruning", shown,
+                    met(not below)])  # fmt: skip
+
+        def versus(query: str, method: str, base: str = "DuckDB alone", k: str = k) -> float | None:
+            b, i = find(k, query, base), find(k, query, method)
+            return None if not (b and i) else b.timing.best / i.timing.best
+
+        goals = [
+            ("count(*) WHERE l_partkey = X", "count of one key", 20, 5),
+            ("EXISTS", "EXISTS of one key", 20, 5),
+            ("l_partkey IN", "IN of 10 keys", 3, 3),
+            ("count(*) WHERE l_partkey BETWEEN", "count of a range of 0.1% of keys", 5, 5),
+            ("rare term", "a rare term", 10, 10),
+        ]
+        for query, label, in_process, through_sql in goals:
+            for (method, api), goal in zip(apis, (in_process, through_sql), strict=True):
+                x = versus(query, method)
+                if x is not None:
+                    out.append([f"{k}: {label} ≥ {goal}x DuckDB alone ({api})", f"{x:.1f}x", met(x >= goal)])
+        for method, api in apis:
+            if k == "large":
+                x = versus("point", method)
+                if x is not None:
+                    out.append([f"{k}: point SELECT * ≥ 2x DuckDB alone ({api})", f"{x:.2f}x", met(x >= 2)])
+            else:
+                x = versus("point", method, "file pruning")
+                if x is not None:
+                    out.append([f"{k}: point SELECT * ≥ 1x bloom pruning ({api})", f"{x:.2f}x", met(x >= 1)])
         share = secondary_bytes(lay) / lay.sizes["data"]
-        out.append([f"{k}: secondary index ≤ 15% of the data", f"{share:.1%}", met(share <= 0.15)])
+        out.append([f"{k}: all secondary indexes (2 value + 1 term, manifest) / data",
+                    f"{share:.1%}", "per index: postings_bench"])  # fmt: skip
         built = lay.build["build_index_s"] / scans[k]["indexed columns"].best
-        what = f"{k}: build_index ≤ 2x one full scan (DuckDB reading the indexed columns)"
-        out.append([what, f"{built:.1f}x", met(built <= 2)])
+        out.append([f"{k}: build_index of all three / one scan of the indexed columns",
+                    f"{built:.1f}x", "per index: postings_bench"])  # fmt: skip
     return out
 
 
