@@ -481,7 +481,7 @@ def test_page_search_equals_searchsorted_with_runs_longer_than_a_page() -> None:
 
 
 def _meta(root: Path, rel: str) -> dict[str, Any]:
-    return json.loads(pa.ipc.open_file(root / rel).schema.metadata[METADATA_KEY])  # type: ignore[no-any-return]
+    return json.loads(pa.ipc.open_file(root / rel).schema.metadata[METADATA_KEY])
 
 
 def test_v1_and_v2_files_answer_alike_side_by_side(tmp_path: Path) -> None:
