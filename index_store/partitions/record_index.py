@@ -2,20 +2,24 @@
 
 Built for tables whose keys are random (UUIDs), where per-file key ranges and bloom filters cannot
 narrow anything. Each commit writes one Arrow IPC file (uncompressed, read memory-mapped) under
-``<index root>/record_index/`` holding one row per (key, data file): columns ``hash`` (the first
-64 bits of MurmurHash3 x64_128 of the key, ``hudi_expr.hash_keys``), ``key`` and ``file_idx``,
-sorted by hash.
+``<index root>/record_index/`` holding one entry per (key, data file), keyed by ``hash`` (the
+first 64 bits of MurmurHash3 x64_128 of the key, ``hudi_expr.hash_keys``), sorted by hash.
+
+Format v2 (written): record batches of 4 KiB pages (``record_pages``), each page holding the
+hashes, file ids and keys of its records, so a probed key touches one page instead of three;
+each batch's pages start at a multiple of 4 KiB of the file. Format v1 (read; written only when
+asked, for compatibility tests): columns ``hash``, ``key`` and ``file_idx``.
 
 Rows are hash-bucketed into shards by the hash's top bits (a power of two of them, chosen from
 the key count: ``KEYS_PER_SHARD``); each shard is one or more record batches (of at most
 ``MAX_BATCH_ROWS`` rows, never splitting a run of equal hashes), so each batch covers a disjoint
-hash range inside its shard. The schema metadata (``METADATA_KEY``) records the shard count,
-each shard's batch range and each batch's row count and first and last hash: a lookup hashes
-its keys, sorts the hashes, and opens only the batches they fall in; within a batch, the page
-fences in the metadata (the first hash of each 4 KiB page of the hash column) send each key to
-one page, binary-searched alone, and the key strings confirm the candidate rows (two keys
-sharing a hash never match each other). ``RecordLookup.bytes_read`` counts the distinct pages a
-lookup touched (and the metadata), not the size of the mapped batches.
+hash range inside its shard. The schema metadata (``METADATA_KEY``) records the format, the shard
+count, each shard's batch range and each batch's row count and first and last hash: a lookup
+hashes its keys, sorts the hashes, and opens only the batches they fall in; within a batch, the
+page fences in the metadata (the first hash of each page) send each key to one page,
+binary-searched alone, and the key strings confirm the candidate rows (two keys sharing a hash
+never match each other). ``RecordLookup.bytes_read`` counts the distinct 4 KiB pages of the
+mapped file a lookup touched (and the metadata), not the size of the mapped batches.
 
 A key may be in several rows (written by several commits, or in two data files of one): a lookup
 returns them all, and the caller keeps the live ``file_idx``. Compaction keeps the rows of live
@@ -153,7 +157,7 @@ class RecordLookup:
     key_pos: np.ndarray  # int64: position in the looked-up keys
     file_idx: np.ndarray  # int64: a file the key was recorded in (may be dead: filter by liveness)
     files_opened: int
-    bytes_read: int  # sum of the buffer sizes of the record batches touched
+    bytes_read: int  # the metadata and the 4 KiB pages of the mapped files touched
 
 
 # ---------------------------------------------------------------------------------------------
