@@ -52,6 +52,7 @@ from index_store.partitions.record_pages import (
     PAGE,
     PagedRows,
     PageLayout,
+    QueryKeys,
     choose_layout,
     key_bytes,
     pack_pages,
@@ -636,6 +637,7 @@ def lookup_record_keys(root: Path, live: Sequence[str], keys: pa.Array | pa.Chun
     order = np.argsort(hashes)
     q_hash = hashes[order]
     q_pos = order if pos is None else pos[order]
+    queries = QueryKeys(keys)  # v2 files compare key slots, made once
     found_pos: list[np.ndarray] = []
     found_idx: list[np.ndarray] = []
     opened = 0
@@ -650,7 +652,7 @@ def lookup_record_keys(root: Path, live: Sequence[str], keys: pa.Array | pa.Chun
         for i in np.flatnonzero(stops > starts).tolist():
             if f.layout is not None:
                 got, pages = _probe_pages(
-                    f, i, q_hash[starts[i] : stops[i]], q_pos[starts[i] : stops[i]], keys
+                    f, i, q_hash[starts[i] : stops[i]], q_pos[starts[i] : stops[i]], queries
                 )
             else:
                 batch = _batch(f, i)
@@ -713,20 +715,20 @@ def _probe(
 
 
 def _probe_pages(
-    f: _IndexFile, i: int, q_hash: np.ndarray, q_pos: np.ndarray, keys: pa.Array
+    f: _IndexFile, i: int, q_hash: np.ndarray, q_pos: np.ndarray, queries: QueryKeys
 ) -> tuple[tuple[np.ndarray, np.ndarray] | None, np.ndarray]:
     """``_probe`` for a v2 batch of pages: one page per key (its fence's), the rows of its hash
     and, for a long key, the overflow heap's pages holding it."""
     paged = _paged(f, i)
     assert f.fences is not None
     fences = f.fences[i]
-    lo, hi, page = paged.search(fences, q_hash)
-    if not paged.check_sorted(lo, hi, q_hash, fences) or not paged.pages_sorted(page, fences):
+    lo, hi, read = paged.search(fences, q_hash)
+    if not paged.check_sorted(lo, hi, q_hash, fences) or not paged.pages_sorted(read, fences):
         raise IndexCorruptError(str(f.path), f"record batch {i} is not sorted by hash")
     count = hi - lo
     hit = np.flatnonzero(count)
     r = paged.layout.records_per_page
-    touched = [paged.os_pages(page * r)]
+    touched = [paged.os_pages(read * r)]
     if not len(hit):
         return None, np.concatenate(touched)
     count, first = count[hit], lo[hit]
@@ -736,7 +738,7 @@ def _probe_pages(
     touched.append(paged.os_pages(rows))
     key_pos = q_pos[which]
     heap = _heap(f)
-    ok, reads = paged.matches(rows, keys, key_pos, heap[0] if heap else None)
+    ok, reads = paged.matches(rows, queries, key_pos, heap[0] if heap else None)
     if heap is not None and len(reads):
         lo_page = (heap[1] + reads[:, 0]) // PAGE
         hi_page = (heap[1] + np.maximum(reads[:, 1] - 1, reads[:, 0])) // PAGE

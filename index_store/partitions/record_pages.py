@@ -27,6 +27,7 @@ __all__ = [
     "PAGE",
     "PageLayout",
     "PagedRows",
+    "QueryKeys",
     "choose_layout",
     "key_bytes",
     "pack_pages",
@@ -38,6 +39,8 @@ OVERFLOW = 255  # length byte of a record whose key is in the heap (slot: u64 of
 _UUID_DASHES = (8, 13, 18, 23)
 _UUID_HEX = np.array([i for i in range(36) if i not in _UUID_DASHES])
 _HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+_NIBBLE = np.zeros(256, dtype=np.uint8)  # a hex digit's value (lowercase)
+_NIBBLE[_HEX_DIGITS] = np.arange(16, dtype=np.uint8)
 
 
 @dataclass(frozen=True)
@@ -130,9 +133,8 @@ def _is_uuid(slots: np.ndarray, length: np.ndarray) -> np.ndarray:
 
 
 def _uuid_pack(slots: np.ndarray) -> np.ndarray:
-    """Canonical lowercase UUID strings (36-byte slots) as their 16 bytes."""
-    hexes = slots[:, _UUID_HEX].astype(np.int16)
-    nibbles = np.where(hexes >= ord("a"), hexes - ord("a") + 10, hexes - ord("0")).astype(np.uint8)
+    """Canonical lowercase UUID strings (36-byte slots) as their 16 bytes (others: garbage)."""
+    nibbles = _NIBBLE[slots[:, _UUID_HEX]]
     return (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
 
 
@@ -214,6 +216,28 @@ def _gather(data: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarr
     return data[first + np.arange(total)]
 
 
+class QueryKeys:
+    """Looked-up keys (a string array) as key slots of a page layout, made once per lookup
+    (from the keys in their order: sequential reads) and shared by every batch it probes."""
+
+    def __init__(self, keys: pa.Array) -> None:
+        self.data, self.start, self.length = key_bytes(keys)
+        self._slots: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+
+    def slots(self, layout: PageLayout) -> tuple[np.ndarray, np.ndarray]:
+        """Each key's slot in ``layout`` and whether the key can be stored so at all."""
+        at = (layout.codec, layout.key_width)
+        if at not in self._slots:
+            if layout.codec == "uuid":
+                text = _slots(self.data, self.start, self.length, 36)
+                valid = _is_uuid(text, self.length)
+                self._slots[at] = (_uuid_pack(text), valid)
+            else:
+                width = layout.key_width
+                self._slots[at] = (_slots(self.data, self.start, self.length, width), self.length <= width)
+        return self._slots[at]
+
+
 class PagedRows:
     """The records of one record batch of pages (memory-mapped): field views and lookups."""
 
@@ -230,6 +254,7 @@ class PagedRows:
             len(pages), r, layout.key_width
         )
         self.checked = np.zeros(len(pages), dtype=bool)  # pages found sorted and agreeing with fences
+        self.words = pages.reshape(-1).view("<u8")  # the pages as uint64 words: hashes by one index
 
     def pages_sorted(self, pages: np.ndarray, fences: np.ndarray) -> bool:
         """Whether each of ``pages`` (page numbers) is sorted by hash, starts with its fence and
@@ -253,7 +278,7 @@ class PagedRows:
 
     def hash_at(self, rows: np.ndarray) -> np.ndarray:
         r = self.layout.records_per_page
-        return self.hashes[rows // r, rows % r]
+        return self.words[(rows // r) * (PAGE // 8) + rows % r]
 
     def os_pages(self, rows: np.ndarray) -> np.ndarray:
         """The OS pages (addresses // PAGE) holding the page records ``rows`` are in: one per
@@ -262,12 +287,18 @@ class PagedRows:
         return np.concatenate([start // PAGE, (start + PAGE - 1) // PAGE])
 
     def search(self, fences: np.ndarray, q_hash: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For each query hash (ascending): the rows ``[lo, hi)`` holding it and the rows read
-        (the binary search stays in the page its fence sends it to; a run of equal hashes is
-        followed across pages). ``lo``/``hi`` out of order where the batch is not sorted there:
-        the caller checks ``ok``."""
+        """For each query hash (ascending): the rows ``[lo, hi)`` holding it, and the pages read.
+        Fewer queries than pages: each binary-searches the page its fence sends it to, and a run
+        of equal hashes is followed across pages. More: every page is read anyway, so the hashes
+        are copied out and searched at once. ``lo``/``hi`` may be wrong where the batch is not
+        sorted: the caller checks (``check_sorted``, ``pages_sorted``)."""
         r = self.layout.records_per_page
         n = self.n
+        if len(q_hash) >= len(fences):
+            every = self.hashes.reshape(-1)[:n]
+            lo = np.searchsorted(every, q_hash, "left")
+            hi = np.searchsorted(every, q_hash, "right")
+            return lo, hi, np.arange(len(fences))
         page = np.maximum(np.searchsorted(fences, q_hash, "left") - 1, 0)
         lo = page * r
         hi = np.minimum(lo + r, n)
@@ -310,26 +341,24 @@ class PagedRows:
         return bool(ok.all())
 
     def matches(
-        self, rows: np.ndarray, keys: pa.Array, which: np.ndarray, heap: np.ndarray | None
+        self, rows: np.ndarray, keys: QueryKeys, which: np.ndarray, heap: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Whether the key stored at each of ``rows`` equals ``keys[which]``, and the heap byte
         ranges read to compare long keys (an (m, 2) array of start, stop)."""
         r = self.layout.records_per_page
         page, slot = rows // r, rows % r
         stored = self.slots[page, slot]
-        data, start, length = key_bytes(keys)
-        start, length = start[which], length[which]
+        data, start, length = keys.data, keys.start[which], keys.length[which]
         no_reads = np.zeros((0, 2), dtype=np.int64)
+        query, valid = keys.slots(self.layout)
         if self.layout.codec == "uuid":
-            query = _slots(data, start, length, 36)
-            ok = _is_uuid(query, length)
-            return ok & (stored == _uuid_pack(query)).all(1), no_reads
+            return valid[which] & (stored == query[which]).all(1), no_reads
         width = self.layout.key_width
         stored_len = self.lengths[page, slot].astype(np.int64)
         inline = stored_len != OVERFLOW
         ok = inline & (stored_len == length)
         if width:
-            ok &= (stored == _slots(data, start, length, width)).all(1)
+            ok &= (stored == query[which]).all(1)
         long = np.flatnonzero(~inline & (length > width))
         if not len(long) or heap is None:
             return ok, no_reads
