@@ -822,7 +822,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scaled alike (e.g. 0.1,1,3; benchmarks/tag_bench_scales.py)",
     )
     parser.add_argument(
-        "--spark-keys", type=int, default=100_000, help="keys of the --spark-scales batch (default 100,000)"
+        "--spark-keys",
+        default="100000",
+        help="keys of the --spark-scales batch, or several batch sizes comma-separated (default 100000)",
+    )
+    parser.add_argument(
+        "--spark-layouts", default="clustered-pad,random", help="layouts of the --spark-scales sweep"
     )
     parser.add_argument("--memory", default="4g", help="Spark driver memory (--spark, --spark-scales)")
     parser.add_argument("--seed", type=int, default=0)

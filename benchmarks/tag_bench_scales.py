@@ -52,11 +52,12 @@ from benchmarks.tag_bench import (
     plain_spark_join,
     prepare_keys,
     same_tags,
-    timed,
     uuid4_strings,
     write_layouts,
 )
+from index_store import open_table
 from index_store.datagen.tpch import generate
+from index_store.partitions.record_index import RECORD_INDEX_FORMAT
 from index_store.tagging import tag_stats
 
 METHODS: tuple[Method, ...] = ("bloom", "record")
@@ -108,12 +109,24 @@ def _measure_layout(
     budget: float,
     max_pairs: float,
 ) -> dict[str, Cell]:
+    """The plain join and ``tag`` (each method) on one batch: each warmed up once, then timed in
+    rounds (plain, record, bloom, plain, ...) while the budget lasts, best of the rounds."""
     table = layout.table
     assert table is not None
     keys_df, plain = plain_spark_join(spark, layout, batch)
-    cells = {"plain": Cell(timed(partial(_noop, plain), repeat, budget), layout.key_bytes)}
+    runs: dict[str, Callable[[], None]] = {"plain": partial(_noop, plain)}
+    cells = {"plain": Cell(None, layout.key_bytes)}
+    for using in METHODS:
+        pairs = layout.pairs(batch.key_strings(layout.name)) if using == "bloom" else 0
+        if pairs > max_pairs:
+            cells[using] = Cell(None, note=f"not run: {pairs:,} (key, file) pairs > --max-pairs")
+            continue
+        runs[using] = partial(lambda u: _noop(spark_tag(spark, table, keys_df, using=u)), using)
+        cells[using] = Cell(None)
+    times = _rounds(runs, repeat, budget)
     expected = as_tags(plain.toArrow(), layout, "_file")
     cells["plain"].found = _found(expected)
+    cells["plain"].timing = Timing.from_list(times["plain"])
     if cells["plain"].found != batch.present:  # the batch is not what it says: no fair comparison
         raise SystemExit(
             f"{layout.name}: the plain join found {cells['plain'].found:,} of the batch's keys, "
@@ -121,20 +134,45 @@ def _measure_layout(
         )
     inp = batch.tag_input(layout.name)
     for using in METHODS:
-        pairs = layout.pairs(batch.key_strings(layout.name)) if using == "bloom" else 0
-        if pairs > max_pairs:
-            cells[using] = Cell(None, note=f"not run: {pairs:,} (key, file) pairs > --max-pairs")
+        if using not in runs:
             continue
-        run = partial(lambda u: _noop(spark_tag(spark, table, keys_df, using=u)), using)
-        timing = timed(run, repeat, budget)
         got = as_tags(spark_tag(spark, table, keys_df, using=using).toArrow(), layout, "_file")
         problem = same_tags(got, expected)
         if problem is not None:
             raise SystemExit(f"{layout.name} {using}: spark.tag differs from the plain join: {problem}")
         local = tag_stats(table.tag(inp, using=using))
-        cells[using] = Cell(timing, local.bytes_read, _found(got))
+        cells[using] = Cell(Timing.from_list(times[using]), local.bytes_read, _found(got))
     keys_df.unpersist()
     return cells
+
+
+def _rounds(runs: dict[str, Callable[[], None]], repeat: int, budget: float) -> dict[str, list[float]]:
+    """Each run once untimed, then up to ``repeat`` timed rounds of all of them in turn (the
+    machine's load falls alike on each), fewer when a round would exceed ``budget`` seconds."""
+    for fn in runs.values():
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    start = time.perf_counter()
+    for _ in range(max(1, repeat)):
+        for name, fn in runs.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+        spent = time.perf_counter() - start
+        if spent * (1 + 1 / len(times["plain"])) > budget:
+            break
+    return times
+
+
+def _build_or_reuse(layout: Layout, keep: bool) -> str:
+    """Build the layout's index, or (``--keep``) reuse one built before by this format."""
+    marker = layout.index / f"built-{RECORD_INDEX_FORMAT}"
+    if keep and marker.exists():
+        layout.table = open_table(layout.folder, index_path=layout.index)
+        return "reused"
+    build_layout(layout)
+    marker.touch()
+    return f"built in {layout.build_s:.0f} s"
 
 
 def run_scales(args: argparse.Namespace, work: Path, scale: float, n_files: int) -> int:
@@ -148,18 +186,19 @@ def run_scales(args: argparse.Namespace, work: Path, scale: float, n_files: int)
         print(f"--spark-scales: skipped, pyspark or the Spark adapter cannot be imported ({exc})")
         return 1
     scales = sorted({float(s) for s in args.spark_scales.split(",") if s.strip()})
+    sizes = sorted({int(k) for k in str(args.spark_keys).replace("_", "").split(",") if k.strip()})
     files_per_sf = n_files / scale
     repeat = args.repeat_large if args.repeat_large is not None else 1
     spark = local_session(app_name="tag-bench-scales", memory=args.memory)
     spark.sparkContext.setLogLevel("ERROR")
     print(
-        f"\nSpark {pyspark.__version__} local[2], driver memory {args.memory}: the same batch against "
-        f"lineitem at SF {', '.join(f'{s:g}' for s in scales)} ({files_per_sf:,.0f} files per SF1); best "
-        f"of up to {repeat} runs after a warm-up; action: write.format('noop'); tags checked against "
-        "the plain join\n"
+        f"\nSpark {pyspark.__version__} local[2], driver memory {args.memory}: the same batches against "
+        f"lineitem at SF {', '.join(f'{s:g}' for s in scales)} ({files_per_sf:,.0f} files per SF1); each "
+        f"method warmed up once, then up to {repeat} timed rounds interleaving the methods (best); "
+        "action: write.format('noop'); tags checked against the plain join\n"
     )
-    batch: Batch | None = None
-    results: list[tuple[float, int, int, Layout, dict[str, Cell]]] = []
+    batches: dict[int, Batch] = {}
+    results: list[Result] = []
     try:
         for s in scales:
             files = max(1, round(files_per_sf * s))
@@ -169,42 +208,67 @@ def run_scales(args: argparse.Namespace, work: Path, scale: float, n_files: int)
             write_layouts(source_table, keys, tables, files, args.seed)
             n_rows = source_table.num_rows
             del source_table
-            if batch is None:  # drawn from the smallest table, the same for every size
-                batch = same_batch(keys, args.spark_keys, np.random.default_rng(args.seed + 2))
+            if not batches:  # drawn from the smallest table, the same for every size
+                batches = {
+                    k: same_batch(keys, k, np.random.default_rng(args.seed + 2 + i))
+                    for i, k in enumerate(sizes)
+                }
             layouts = [
                 Layout("clustered-pad", tables / "clustered", tables / "index-padded", "l_key", ["l_key"]),
                 Layout("random", tables / "random", tables / "index-uuid", "uuid", ["uuid"]),
             ]
+            layouts = [lay for lay in layouts if lay.name in args.spark_layouts.split(",")]
             try:
                 for layout in layouts:
                     layout.files = sorted(layout.folder.glob("*.parquet"))
                     layout.key_bytes = _key_column_bytes(layout.files, layout.key_columns)
                     key_bounds(layout)
-                    t0 = time.perf_counter()
-                    build_layout(layout)
-                    cells = _measure_layout(
-                        spark, spark_tag, layout, batch, repeat, args.budget, args.max_pairs
-                    )
-                    results.append((s, files, n_rows, layout, cells))
-                    done = ", ".join(
-                        f"{k} {fmt_ms(c.timing.best) if c.timing else '-'}" for k, c in cells.items()
-                    )
-                    print(
-                        f"  [SF{s:g} {layout.name}: {done}; {time.perf_counter() - t0:.0f} s]",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+                    built = _build_or_reuse(layout, args.keep)
+                    print(f"  [SF{s:g} {layout.name}: index {built}]", file=sys.stderr, flush=True)
+                    for k in sizes:
+                        t0 = time.perf_counter()
+                        cells = _measure_layout(
+                            spark, spark_tag, layout, batches[k], repeat, args.budget, args.max_pairs
+                        )
+                        results.append(Result(s, files, n_rows, layout, batches[k], cells))
+                        done = ", ".join(
+                            f"{m} {fmt_ms(c.timing.best) if c.timing else '-'} {fmt_mb(c.bytes_read)}"
+                            for m, c in cells.items()
+                        )
+                        print(
+                            f"  [SF{s:g} {layout.name} {k:,} keys: {done}; {time.perf_counter() - t0:.0f} s]",
+                            file=sys.stderr,
+                            flush=True,
+                        )
             finally:
                 if not args.keep:
                     shutil.rmtree(tables, ignore_errors=True)
     finally:
         spark.stop()
-    assert batch is not None
-    print(f"Batch: {batch.size:,} distinct keys, {batch.present:,} of them rows of the smallest table\n")
-    print(markdown_table(*_size_table(results)))
-    print("\nGrowth from the smallest to the largest size (largest / smallest):\n")
-    print(markdown_table(*_growth_table(results, scales)))
+        if results:
+            for k in sizes:
+                b = batches[k]
+                print(
+                    f"Batch of {k:,}: {b.size:,} distinct keys, {b.present:,} of them rows of the smallest "
+                    "table"
+                )
+            print()
+            print(markdown_table(*_size_table(results)))
+            print("\nGrowth from the smallest to the largest size (largest / smallest):\n")
+            print(markdown_table(*_growth_table(results, scales)))
     return 0
+
+
+@dataclass
+class Result:
+    """The cells of one batch against one layout at one size."""
+
+    scale: float
+    files: int
+    rows: int
+    layout: Layout
+    batch: Batch
+    cells: dict[str, Cell]
 
 
 def _cell(c: Cell, plain: Cell) -> tuple[str, str]:
@@ -214,43 +278,50 @@ def _cell(c: Cell, plain: Cell) -> tuple[str, str]:
     return f"{c.timing.text()} ({plain.timing.best / c.timing.best:.2f}x)", fmt_mb(c.bytes_read)
 
 
-def _size_table(
-    results: Sequence[tuple[float, int, int, Layout, dict[str, Cell]]],
-) -> tuple[list[str], list[list[str]]]:
+def _size_table(results: Sequence[Result]) -> tuple[list[str], list[list[str]]]:
     header = [
-        "SF", "files", "rows", "layout", "keys found", "plain join", "plain bytes",
+        "SF", "files", "rows", "layout", "keys", "keys found", "plain join", "plain bytes",
         "tag bloom (vs plain)", "bloom bytes", "tag record (vs plain)", "record bytes",
+        "plain / record bytes",
     ]  # fmt: skip
     rows = []
-    for s, files, n_rows, layout, cells in results:
-        plain = cells["plain"]
+    for r in results:
+        plain, record = r.cells["plain"], r.cells["record"]
         assert plain.timing is not None
+        ratio = f"{plain.bytes_read / record.bytes_read:.1f}x" if record.bytes_read else ""
         rows.append(
-            [f"{s:g}", f"{files:,}", f"{n_rows:,}", layout.name, f"{plain.found:,}", plain.timing.text(),
-             fmt_mb(plain.bytes_read), *_cell(cells["bloom"], plain), *_cell(cells["record"], plain)]
+            [f"{r.scale:g}", f"{r.files:,}", f"{r.rows:,}", r.layout.name, f"{r.batch.size:,}",
+             f"{plain.found:,}", plain.timing.text(), fmt_mb(plain.bytes_read),
+             *_cell(r.cells["bloom"], plain), *_cell(record, plain), ratio]
         )  # fmt: skip
     return header, rows
 
 
-def _growth_table(
-    results: Sequence[tuple[float, int, int, Layout, dict[str, Cell]]], scales: Sequence[float]
-) -> tuple[list[str], list[list[str]]]:
-    header = ["layout", "method", f"time SF{scales[0]:g} → SF{scales[-1]:g}", "growth", "bytes growth"]
+def _growth_table(results: Sequence[Result], scales: Sequence[float]) -> tuple[list[str], list[list[str]]]:
+    header = [
+        "layout",
+        "keys",
+        "method",
+        f"time SF{scales[0]:g} → SF{scales[-1]:g}",
+        "growth",
+        "bytes growth",
+    ]
     rows = []
     for name in ("clustered-pad", "random"):
-        mine = [r for r in results if r[3].name == name]
-        if len(mine) < 2:
-            continue
-        small, large = mine[0][4], mine[-1][4]
-        for method in ("plain", *METHODS):
-            a, b = small[method], large[method]
-            if a.timing is None or b.timing is None:
-                rows.append([name, method, "not run at every size", "", ""])
+        for size in sorted({r.batch.size for r in results}):
+            mine = [r for r in results if r.layout.name == name and r.batch.size == size]
+            if len(mine) < 2:
                 continue
-            growth = b.timing.best / a.timing.best
-            bytes_growth = f"{b.bytes_read / a.bytes_read:.2f}x" if a.bytes_read else ""
-            rows.append(
-                [name, method, f"{fmt_ms(a.timing.best)} → {fmt_ms(b.timing.best)}", f"{growth:.2f}x",
-                 bytes_growth]
-            )  # fmt: skip
+            small, large = mine[0].cells, mine[-1].cells
+            for method in ("plain", *METHODS):
+                a, b = small[method], large[method]
+                if a.timing is None or b.timing is None:
+                    rows.append([name, f"{size:,}", method, "not run at every size", "", ""])
+                    continue
+                growth = b.timing.best / a.timing.best
+                bytes_growth = f"{b.bytes_read / a.bytes_read:.2f}x" if a.bytes_read else ""
+                rows.append(
+                    [name, f"{size:,}", method, f"{fmt_ms(a.timing.best)} → {fmt_ms(b.timing.best)}",
+                     f"{growth:.2f}x", bytes_growth]
+                )  # fmt: skip
     return header, rows

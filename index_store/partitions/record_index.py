@@ -2,20 +2,24 @@
 
 Built for tables whose keys are random (UUIDs), where per-file key ranges and bloom filters cannot
 narrow anything. Each commit writes one Arrow IPC file (uncompressed, read memory-mapped) under
-``<index root>/record_index/`` holding one row per (key, data file): columns ``hash`` (the first
-64 bits of MurmurHash3 x64_128 of the key, ``hudi_expr.hash_keys``), ``key`` and ``file_idx``,
-sorted by hash.
+``<index root>/record_index/`` holding one entry per (key, data file), keyed by ``hash`` (the
+first 64 bits of MurmurHash3 x64_128 of the key, ``hudi_expr.hash_keys``), sorted by hash.
+
+Format v2 (written): record batches of 4 KiB pages (``record_pages``), each page holding the
+hashes, file ids and keys of its records, so a probed key touches one page instead of three;
+each batch's pages start at a multiple of 4 KiB of the file. Format v1 (read; written only when
+asked, for compatibility tests): columns ``hash``, ``key`` and ``file_idx``.
 
 Rows are hash-bucketed into shards by the hash's top bits (a power of two of them, chosen from
 the key count: ``KEYS_PER_SHARD``); each shard is one or more record batches (of at most
 ``MAX_BATCH_ROWS`` rows, never splitting a run of equal hashes), so each batch covers a disjoint
-hash range inside its shard. The schema metadata (``METADATA_KEY``) records the shard count,
-each shard's batch range and each batch's row count and first and last hash: a lookup hashes
-its keys, sorts the hashes, and opens only the batches they fall in; within a batch, the page
-fences in the metadata (the first hash of each 4 KiB page of the hash column) send each key to
-one page, binary-searched alone, and the key strings confirm the candidate rows (two keys
-sharing a hash never match each other). ``RecordLookup.bytes_read`` counts the distinct pages a
-lookup touched (and the metadata), not the size of the mapped batches.
+hash range inside its shard. The schema metadata (``METADATA_KEY``) records the format, the shard
+count, each shard's batch range and each batch's row count and first and last hash: a lookup
+hashes its keys, sorts the hashes, and opens only the batches they fall in; within a batch, the
+page fences in the metadata (the first hash of each page) send each key to one page,
+binary-searched alone, and the key strings confirm the candidate rows (two keys sharing a hash
+never match each other). ``RecordLookup.bytes_read`` counts the distinct 4 KiB pages of the
+mapped file a lookup touched (and the metadata), not the size of the mapped batches.
 
 A key may be in several rows (written by several commits, or in two data files of one): a lookup
 returns them all, and the caller keeps the live ``file_idx``. Compaction keeps the rows of live
@@ -44,13 +48,24 @@ from hudi_expr import hash_keys
 from index_store.arrays import unique_sorted
 from index_store.errors import IndexCorruptError, RecordKeyError
 from index_store.partitions.base import INDEX_FILE_SUFFIX, Batch, LiveIndex
+from index_store.partitions.record_pages import (
+    PAGE,
+    PagedRows,
+    PageLayout,
+    QueryKeys,
+    choose_layout,
+    key_bytes,
+    pack_pages,
+)
 
 __all__ = [
     "KEYS_PER_SHARD",
     "MAX_BATCH_ROWS",
     "MAX_SHARDS",
     "METADATA_KEY",
+    "PAGES_SCHEMA",
     "RECORD_INDEX_FORMAT",
+    "RECORD_INDEX_FORMAT_V1",
     "RECORD_INDEX_SCHEMA",
     "RecordIndexPartition",
     "RecordLookup",
@@ -70,16 +85,19 @@ RECORD_INDEX_SCHEMA = pa.schema(
     ]
 )
 
+# Format v2 (written): one column of 4 KiB pages of interleaved records (``record_pages``).
+PAGES_SCHEMA = pa.schema([pa.field("page", pa.binary(PAGE), nullable=False)])
+
 NAME = "record_index"
 METADATA_KEY = b"record_index"
-RECORD_INDEX_FORMAT = "hudi_expr.record_index.v1"
+RECORD_INDEX_FORMAT = "hudi_expr.record_index.v2"
+RECORD_INDEX_FORMAT_V1 = "hudi_expr.record_index.v1"  # read still; written only when asked
 KEYS_PER_SHARD = 1 << 22  # at most this many keys per shard by default (~2-4M for big indexes)
 MAX_SHARDS = 1 << 12
 MAX_BATCH_ROWS = 1 << 20  # rows per record batch (keeps a batch's string offsets far from 2 GiB)
 
 _U64 = 1 << 64
-PAGE_ROWS = 512  # uint64 hashes per 4 KiB page
-PAGE = 4096
+PAGE_ROWS = 512  # v1: uint64 hashes per 4 KiB page
 
 
 def default_shards(n_keys: int) -> int:
@@ -140,7 +158,7 @@ class RecordLookup:
     key_pos: np.ndarray  # int64: position in the looked-up keys
     file_idx: np.ndarray  # int64: a file the key was recorded in (may be dead: filter by liveness)
     files_opened: int
-    bytes_read: int  # sum of the buffer sizes of the record batches touched
+    bytes_read: int  # the metadata and the 4 KiB pages of the mapped files touched
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,11 +173,13 @@ def write_record_index(
     shards: int | None = None,
     hashes: np.ndarray | None = None,
     batch_rows: int = MAX_BATCH_ROWS,
+    version: int = 2,
 ) -> str:
     """Write one record index file of ``(keys[i], file_idx[i])`` durably; its path relative to
     ``root``. Null keys are left out (a lookup never matches them). ``hashes``: each key's hash,
     when known already (compaction) — they must be ``hash_keys(keys)[0]`` for lookups to find
-    the keys; tests pass others to force collisions. ``batch_rows``: most rows per record batch."""
+    the keys; tests pass others to force collisions. ``batch_rows``: most rows per record batch.
+    ``version``: the format (2; 1, the older columns layout, for compatibility tests)."""
     keys = _string_keys(keys)
     file_idx = np.asarray(file_idx, dtype=np.int64)
     if len(file_idx) != len(keys):
@@ -184,28 +204,104 @@ def write_record_index(
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
     bounds = _batch_bounds(hashes, shards, batch_rows)
-    meta = _metadata(hashes, bounds, shards)
-    schema = RECORD_INDEX_SCHEMA.with_metadata({METADATA_KEY: json.dumps(meta).encode()})
     rel = f"{NAME}/{uuid.uuid4().hex}{INDEX_FILE_SUFFIX}"
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    options = pa.ipc.IpcWriteOptions(compression=None)
-    with open(path, "wb") as f:
-        with pa.ipc.new_file(f, schema, options=options) as writer:
-            for start, stop in itertools.pairwise(bounds.tolist()):
-                writer.write_batch(
-                    pa.record_batch(
-                        [
-                            pa.array(hashes[start:stop], pa.uint64()),
-                            keys.slice(start, stop - start).cast(pa.string()),
-                            pa.array(file_idx[start:stop], pa.int64()),
-                        ],
-                        schema=schema,
-                    )
-                )
-        f.flush()
+    if version == 1:
+        _write_v1(path, hashes, keys, file_idx, bounds, shards)
+    elif version == 2:
+        _write_v2(path, hashes, keys, file_idx, bounds, shards)
+    else:
+        raise ValueError(f"record index format version must be 1 or 2, got {version!r}")
+    with open(path, "rb") as f:
         os.fsync(f.fileno())
     return rel
+
+
+def _write_v1(
+    path: Path, hashes: np.ndarray, keys: pa.Array, file_idx: np.ndarray, bounds: np.ndarray, shards: int
+) -> None:
+    """Format v1: columns hash, key, file_idx (a key probe touches three columns' pages)."""
+    meta = _metadata(hashes, bounds, shards, PAGE_ROWS, RECORD_INDEX_FORMAT_V1)
+    schema = RECORD_INDEX_SCHEMA.with_metadata({METADATA_KEY: json.dumps(meta).encode()})
+    options = pa.ipc.IpcWriteOptions(compression=None)
+    with open(path, "wb") as f, pa.ipc.new_file(f, schema, options=options) as writer:
+        for start, stop in itertools.pairwise(bounds.tolist()):
+            writer.write_batch(
+                pa.record_batch(
+                    [
+                        pa.array(hashes[start:stop], pa.uint64()),
+                        keys.slice(start, stop - start).cast(pa.string()),
+                        pa.array(file_idx[start:stop], pa.int64()),
+                    ],
+                    schema=schema,
+                )
+            )
+
+
+def _write_v2(
+    path: Path, hashes: np.ndarray, keys: pa.Array, file_idx: np.ndarray, bounds: np.ndarray, shards: int
+) -> None:
+    """Format v2: record batches of 4 KiB pages (``record_pages``), each batch's pages aligned
+    to 4 KiB in the file, then the overflow heap of long keys (if any) as one more batch."""
+    if len(file_idx) and int(file_idx.min()) < 0:
+        raise ValueError("file_idx must not be negative")
+    layout = choose_layout(keys, int(file_idx.max()) if len(file_idx) else 0)
+    meta = _metadata(hashes, bounds, shards, layout.records_per_page, RECORD_INDEX_FORMAT)
+    meta["layout"] = layout.to_json()
+    lengths = key_bytes(keys)[2]
+    long = lengths > layout.key_width if layout.codec == "raw" else np.zeros(len(lengths), bool)
+    meta["heap_bytes"] = int(lengths[long].sum())
+    schema = PAGES_SCHEMA.with_metadata({METADATA_KEY: json.dumps(meta).encode()})
+    heap_parts: list[np.ndarray] = []
+    heap_at = 0
+    options = pa.ipc.IpcWriteOptions(compression=None)
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, schema, options=options) as writer:
+        for start, stop in itertools.pairwise(bounds.tolist()):
+            pages, heap = pack_pages(
+                layout, hashes[start:stop], file_idx[start:stop], keys.slice(start, stop - start), heap_at
+            )
+            heap_parts.append(heap)
+            heap_at += len(heap)
+            _write_pages(writer, sink, pages, schema)
+        if meta["heap_bytes"]:
+            heap = np.concatenate(heap_parts)
+            pages = np.zeros((-(-len(heap) // PAGE), PAGE), dtype=np.uint8)
+            pages.reshape(-1)[: len(heap)] = heap
+            _write_pages(writer, sink, pages, schema)
+
+
+def _write_pages(
+    writer: pa.ipc.RecordBatchFileWriter, sink: pa.NativeFile, pages: np.ndarray, schema: pa.Schema
+) -> None:
+    """One record batch of ``pages``, padded (in its message's custom metadata) so that its
+    pages start at a multiple of 4 KiB of the file: one probed page is one page of the OS."""
+    array = pa.FixedSizeBinaryArray.from_buffers(pa.binary(PAGE), len(pages), [None, pa.py_buffer(pages)])
+    batch = pa.record_batch([array], schema=PAGES_SCHEMA)
+    at = sink.tell() + 8  # the message's continuation marker and length come first
+    if sink.tell() == 0:  # the writer writes the magic and the schema with its first batch
+        at += 8 + schema.serialize().size
+    guess = 8 + (-(at + _message_bytes(8))) % PAGE  # the header grows 8 bytes per 8 characters
+    aligned = [p for p in range(max(1, guess - 16), guess + 17) if (at + _message_bytes(p)) % PAGE == 0]
+    pad = aligned[0] if aligned else 1  # none: still correct, a probed page may then span two
+    writer.write_batch(batch, custom_metadata={"pad": "." * pad})
+
+
+_MESSAGE_BYTES: dict[int, int] = {}
+
+
+def _message_bytes(pad: int) -> int:
+    """Bytes of the IPC message header of a page batch whose custom metadata pads ``pad``
+    characters (it does not depend on the batch's length)."""
+    if pad not in _MESSAGE_BYTES:
+        one = pa.FixedSizeBinaryArray.from_buffers(pa.binary(PAGE), 1, [None, pa.py_buffer(bytes(PAGE))])
+        stream = pa.BufferOutputStream()
+        with pa.ipc.new_stream(stream, PAGES_SCHEMA) as w:
+            w.write_batch(pa.record_batch([one], schema=PAGES_SCHEMA), custom_metadata={"pad": "." * pad})
+        messages = pa.ipc.MessageReader.open_stream(stream.getvalue())
+        messages.read_next_message()
+        _MESSAGE_BYTES[pad] = messages.read_next_message().metadata.size
+    return _MESSAGE_BYTES[pad]
 
 
 def _check_shards(shards: int) -> int:
@@ -265,7 +361,9 @@ def _batch_bounds(hashes: np.ndarray, shards: int, batch_rows: int) -> np.ndarra
     return np.asarray(bounds, dtype=np.int64)
 
 
-def _metadata(hashes: np.ndarray, bounds: np.ndarray, shards: int) -> dict[str, Any]:
+def _metadata(
+    hashes: np.ndarray, bounds: np.ndarray, shards: int, page_rows: int, fmt: str
+) -> dict[str, Any]:
     starts, stops = bounds[:-1], bounds[1:]
     firsts = hashes[starts] if len(starts) else np.zeros(0, np.uint64)
     lasts = hashes[stops - 1] if len(starts) else np.zeros(0, np.uint64)
@@ -273,11 +371,11 @@ def _metadata(hashes: np.ndarray, bounds: np.ndarray, shards: int) -> dict[str, 
     shard_batches = np.searchsorted(batch_shard, np.arange(shards + 1), "left")
     # The first hash of every page of each batch's hash column (PAGE_ROWS hashes = 4 KiB), so a
     # lookup binary-searches one page per key instead of the whole column.
-    fences = [hashes[a:b:PAGE_ROWS] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)]
+    fences = [hashes[a:b:page_rows] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)]
     return {
-        "format": RECORD_INDEX_FORMAT,
+        "format": fmt,
         "rows": len(hashes),
-        "page_rows": PAGE_ROWS,
+        "page_rows": page_rows,
         "fences": base64.b64encode(np.concatenate(fences).astype("<u8").tobytes() if fences else b"").decode(
             "ascii"
         ),
@@ -304,7 +402,10 @@ class _IndexFile:
     fences: list[np.ndarray] | None  # per batch: the first hash of each page (None: not recorded)
     metadata_bytes: int
     size: int  # of the file
-    batches: dict[int, pa.RecordBatch] = dataclasses.field(default_factory=dict)  # checked ones
+    layout: PageLayout | None = None  # format v2: the page layout (None: format v1)
+    heap_bytes: int = 0  # format v2: bytes of the overflow heap (its batch follows the records')
+    batches: dict[int, Any] = dataclasses.field(default_factory=dict)  # checked ones (v2: PagedRows)
+    heap: list[np.ndarray] = dataclasses.field(default_factory=list)  # v2: the mapped heap, once read
 
 
 # Opened files by (path, size, modification time): index files are written once and never
@@ -342,29 +443,39 @@ def _open_uncached(path: Path) -> _IndexFile:
     except (pa.ArrowException, OSError) as exc:
         raise IndexCorruptError(str(path), f"not an Arrow IPC file ({exc})") from None
     schema = reader.schema
-    if not schema.remove_metadata().equals(RECORD_INDEX_SCHEMA):
-        raise IndexCorruptError(str(path), f"unexpected schema {schema.remove_metadata()}")
+    plain = schema.remove_metadata()
+    if not (plain.equals(RECORD_INDEX_SCHEMA) or plain.equals(PAGES_SCHEMA)):
+        raise IndexCorruptError(str(path), f"unexpected schema {plain}")
     raw = (schema.metadata or {}).get(METADATA_KEY)
     if raw is None:
         raise IndexCorruptError(str(path), "no record index metadata")
     try:
         meta = json.loads(raw)
-        opened = _check_metadata(path, reader, meta)
+        opened = _check_metadata(path, reader, meta, paged=plain.equals(PAGES_SCHEMA))
     except (ValueError, TypeError, KeyError, OverflowError) as exc:
         raise IndexCorruptError(str(path), f"bad record index metadata ({exc})") from None
     return dataclasses.replace(opened, metadata_bytes=len(raw), size=source.size())
 
 
-def _check_metadata(path: Path, reader: pa.ipc.RecordBatchFileReader, meta: dict[str, Any]) -> _IndexFile:
+def _check_metadata(
+    path: Path, reader: pa.ipc.RecordBatchFileReader, meta: dict[str, Any], paged: bool
+) -> _IndexFile:
     def bad(reason: str) -> IndexCorruptError:
         return IndexCorruptError(str(path), f"bad record index metadata ({reason})")
 
-    if meta.get("format") != RECORD_INDEX_FORMAT:
-        raise bad(f"format {meta.get('format')!r}, expected {RECORD_INDEX_FORMAT!r}")
+    expected = RECORD_INDEX_FORMAT if paged else RECORD_INDEX_FORMAT_V1
+    if meta.get("format") != expected:
+        known = (RECORD_INDEX_FORMAT, RECORD_INDEX_FORMAT_V1)
+        what = "a format this version does not read" if meta.get("format") not in known else "another schema"
+        raise bad(f"format {meta.get('format')!r} ({what}), expected {expected!r}")
     shards = meta["shards"]
     if not isinstance(shards, int) or shards < 1 or shards > MAX_SHARDS or shards & (shards - 1):
         raise bad(f"shard count {shards!r}")
-    nb = reader.num_record_batches
+    layout = PageLayout.from_json(meta["layout"]) if paged else None
+    heap_bytes = int(meta.get("heap_bytes", 0)) if paged else 0
+    if heap_bytes < 0:
+        raise bad("heap_bytes")
+    nb = reader.num_record_batches - (1 if heap_bytes else 0)
     rows = np.asarray(meta["batch_rows"], dtype=np.int64)
     first_py, last_py = meta["batch_first"], meta["batch_last"]
     if len(rows) != nb or len(first_py) != nb or len(last_py) != nb:
@@ -385,20 +496,26 @@ def _check_metadata(path: Path, reader: pa.ipc.RecordBatchFileReader, meta: dict
     batch_shard = np.repeat(np.arange(shards), ranges[:, 1] - ranges[:, 0])
     if np.any(_shard_of(first, shards) != batch_shard) or np.any(_shard_of(last, shards) != batch_shard):
         raise bad("a batch holds hashes of another shard")
-    return _IndexFile(path, reader, shards, rows, first, last, _fences(meta, rows, first, bad), 0, 0)
+    page_rows = layout.records_per_page if layout is not None else PAGE_ROWS
+    fences = _fences(meta, rows, first, bad, page_rows)
+    if paged and fences is None:
+        raise bad("no page fences")
+    return _IndexFile(path, reader, shards, rows, first, last, fences, 0, 0, layout, heap_bytes)
 
 
-def _fences(meta: dict[str, Any], rows: np.ndarray, first: np.ndarray, bad: Any) -> list[np.ndarray] | None:
-    """Each batch's page fences from the metadata (files written before them have none)."""
+def _fences(
+    meta: dict[str, Any], rows: np.ndarray, first: np.ndarray, bad: Any, page_rows: int
+) -> list[np.ndarray] | None:
+    """Each batch's page fences from the metadata (v1 files written before them have none)."""
     if "fences" not in meta:
         return None
-    if meta.get("page_rows") != PAGE_ROWS:
-        raise bad(f"page_rows {meta.get('page_rows')!r}, expected {PAGE_ROWS}")
+    if meta.get("page_rows") != page_rows:
+        raise bad(f"page_rows {meta.get('page_rows')!r}, expected {page_rows}")
     try:
         raw = base64.b64decode(meta["fences"], validate=True)
     except (binascii.Error, ValueError, TypeError) as exc:
         raise bad(f"fences are not base64 ({exc})") from None
-    counts = (rows + PAGE_ROWS - 1) // PAGE_ROWS
+    counts = (rows + page_rows - 1) // page_rows
     if len(raw) != 8 * int(counts.sum()):
         raise bad(f"{len(raw)} bytes of fences for {int(counts.sum())} pages")
     every = np.frombuffer(raw, dtype="<u8").astype(np.uint64)
@@ -409,9 +526,58 @@ def _fences(meta: dict[str, Any], rows: np.ndarray, first: np.ndarray, bad: Any)
     return out
 
 
+def _paged(f: _IndexFile, i: int) -> PagedRows:
+    """Record batch ``i`` of a v2 file as its pages' records (memory-mapped), checked against the
+    metadata (cheap checks only) the first time it is read from this opened file."""
+    if i in f.batches:
+        return f.batches[i]
+    assert f.layout is not None
+    array = _page_array(f, i)
+    n = int(f.rows[i])
+    if len(array) != -(-n // f.layout.records_per_page):
+        raise IndexCorruptError(str(f.path), f"record batch {i} has {len(array)} pages for {n} rows")
+    rows = PagedRows(f.layout, _page_matrix(array), n, array.buffers()[1].address + array.offset * PAGE)
+    ends = rows.hash_at(np.array([0, n - 1]))
+    if ends[0] != f.first[i] or ends[1] != f.last[i]:
+        raise IndexCorruptError(str(f.path), f"record batch {i} does not hold its hash range in the metadata")
+    f.batches[i] = rows
+    return rows
+
+
+def _page_array(f: _IndexFile, i: int) -> pa.FixedSizeBinaryArray:
+    try:
+        batch = f.reader.get_batch(i)
+        batch.validate()
+    except (pa.ArrowException, OSError) as exc:
+        raise IndexCorruptError(str(f.path), f"unreadable record batch {i} ({exc})") from None
+    array = batch.column(0)
+    if array.null_count:
+        raise IndexCorruptError(str(f.path), f"null pages in record batch {i}")
+    return array
+
+
+def _page_matrix(array: pa.FixedSizeBinaryArray) -> np.ndarray:
+    return np.frombuffer(
+        array.buffers()[1], dtype=np.uint8, count=len(array) * PAGE, offset=array.offset * PAGE
+    ).reshape(len(array), PAGE)
+
+
+def _heap(f: _IndexFile) -> tuple[np.ndarray, int] | None:
+    """A v2 file's overflow heap (mapped) and its address, or None if it has none."""
+    if not f.heap_bytes:
+        return None
+    if not f.heap:
+        array = _page_array(f, f.reader.num_record_batches - 1)
+        if len(array) * PAGE < f.heap_bytes:
+            raise IndexCorruptError(str(f.path), "the overflow heap is shorter than its metadata says")
+        f.heap.append(_page_matrix(array).reshape(-1)[: f.heap_bytes])
+        f.heap.append(np.array([array.buffers()[1].address + array.offset * PAGE]))
+    return f.heap[0], int(f.heap[1][0])
+
+
 def _batch(f: _IndexFile, i: int) -> pa.RecordBatch:
-    """Record batch ``i`` (memory-mapped), checked against the metadata (cheap checks only) the
-    first time it is read from this opened file."""
+    """Record batch ``i`` of a v1 file (memory-mapped), checked against the metadata (cheap
+    checks only) the first time it is read from this opened file."""
     if i in f.batches:
         return f.batches[i]
     try:
@@ -471,6 +637,7 @@ def lookup_record_keys(root: Path, live: Sequence[str], keys: pa.Array | pa.Chun
     order = np.argsort(hashes)
     q_hash = hashes[order]
     q_pos = order if pos is None else pos[order]
+    queries = QueryKeys(keys)  # v2 files compare key slots, made once
     found_pos: list[np.ndarray] = []
     found_idx: list[np.ndarray] = []
     opened = 0
@@ -483,8 +650,15 @@ def lookup_record_keys(root: Path, live: Sequence[str], keys: pa.Array | pa.Chun
         starts = np.searchsorted(q_hash, f.first, "left")
         stops = np.searchsorted(q_hash, f.last, "right")
         for i in np.flatnonzero(stops > starts).tolist():
-            batch = _batch(f, i)
-            got, pages = _probe(f, i, batch, q_hash[starts[i] : stops[i]], q_pos[starts[i] : stops[i]], keys)
+            if f.layout is not None:
+                got, pages = _probe_pages(
+                    f, i, q_hash[starts[i] : stops[i]], q_pos[starts[i] : stops[i]], queries
+                )
+            else:
+                batch = _batch(f, i)
+                got, pages = _probe(
+                    f, i, batch, q_hash[starts[i] : stops[i]], q_pos[starts[i] : stops[i]], keys
+                )
             touched.append(pages)
             if got is not None:
                 found_pos.append(got[0])
@@ -538,6 +712,45 @@ def _probe(
         _pages(idx_col, 1, rows, 8),
     ]
     return (key_pos, file_idx), np.concatenate(pages)
+
+
+def _probe_pages(
+    f: _IndexFile, i: int, q_hash: np.ndarray, q_pos: np.ndarray, queries: QueryKeys
+) -> tuple[tuple[np.ndarray, np.ndarray] | None, np.ndarray]:
+    """``_probe`` for a v2 batch of pages: one page per key (its fence's), the rows of its hash
+    and, for a long key, the overflow heap's pages holding it."""
+    paged = _paged(f, i)
+    assert f.fences is not None
+    fences = f.fences[i]
+    lo, hi, read = paged.search(fences, q_hash)
+    if not paged.check_sorted(lo, hi, q_hash, fences) or not paged.pages_sorted(read, fences):
+        raise IndexCorruptError(str(f.path), f"record batch {i} is not sorted by hash")
+    count = hi - lo
+    hit = np.flatnonzero(count)
+    r = paged.layout.records_per_page
+    touched = [paged.os_pages(read * r)]
+    if not len(hit):
+        return None, np.concatenate(touched)
+    count, first = count[hit], lo[hit]
+    total = int(count.sum())
+    which = np.repeat(hit, count)
+    rows = np.repeat(first, count) + (np.arange(total) - np.repeat(np.cumsum(count) - count, count))
+    touched.append(paged.os_pages(rows))
+    key_pos = q_pos[which]
+    heap = _heap(f)
+    ok, reads = paged.matches(rows, queries, key_pos, heap[0] if heap else None)
+    if heap is not None and len(reads):
+        lo_page = (heap[1] + reads[:, 0]) // PAGE
+        hi_page = (heap[1] + np.maximum(reads[:, 1] - 1, reads[:, 0])) // PAGE
+        span = hi_page - lo_page + 1
+        touched.append(
+            np.repeat(lo_page, span) + (np.arange(int(span.sum())) - np.repeat(np.cumsum(span) - span, span))
+        )
+    pages = np.concatenate(touched)
+    if not ok.any():
+        return None, pages
+    file_idx = paged.files[rows // r, rows % r].astype(np.int64)
+    return (key_pos[ok].astype(np.int64, copy=False), file_idx[ok]), pages
 
 
 def _search_pages(
@@ -635,6 +848,9 @@ def _read_rows(root: Path, live: Sequence[str]) -> tuple[np.ndarray, pa.ChunkedA
     file_idx: list[np.ndarray] = []
     for rel in live:
         f = _open(root, rel)
+        if f.layout is not None:
+            _read_paged(f, hashes, keys, file_idx)
+            continue
         for i in range(f.reader.num_record_batches):
             batch = _batch(f, i)
             try:
@@ -650,6 +866,25 @@ def _read_rows(root: Path, live: Sequence[str]) -> tuple[np.ndarray, pa.ChunkedA
     if not hashes:
         return np.zeros(0, np.uint64), pa.chunked_array([], pa.string()), np.zeros(0, np.int64)
     return np.concatenate(hashes), pa.chunked_array(keys, pa.string()), np.concatenate(file_idx)
+
+
+def _read_paged(
+    f: _IndexFile, hashes: list[np.ndarray], keys: list[pa.Array], file_idx: list[np.ndarray]
+) -> None:
+    """Every row of a v2 file, checked (sorted by hash, overflow references inside the heap)."""
+    heap = _heap(f)
+    for i in range(len(f.rows)):
+        try:
+            h, k, fi = _paged(f, i).decode(heap[0] if heap else None)
+            k = k.cast(pa.string())
+            k.validate(full=True)
+        except (ValueError, pa.ArrowException) as exc:
+            raise IndexCorruptError(str(f.path), f"invalid record batch {i} ({exc})") from None
+        if np.any(h[1:] < h[:-1]):
+            raise IndexCorruptError(str(f.path), f"record batch {i} is not sorted by hash")
+        hashes.append(h)
+        keys.append(k)
+        file_idx.append(fi)
 
 
 def read_record_index(root: Path, live: Sequence[str]) -> pa.Table:

@@ -1,6 +1,8 @@
 """The ``record_index`` partition: record key -> data file, Arrow IPC shards sorted by key hash.
 
 Real files under tmp_path; every lookup is checked against a brute-force dict of what was written.
+Files are written in format v2 (4 KiB pages of records) unless a test asks for v1 (the older
+columns layout, still read).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from index_store.partitions.record_index import (
     MAX_SHARDS,
     METADATA_KEY,
     PAGE_ROWS,
+    PAGES_SCHEMA,
+    RECORD_INDEX_FORMAT,
     RECORD_INDEX_SCHEMA,
     RecordIndexPartition,
     RecordLookup,
@@ -150,9 +154,12 @@ def test_keys_of_any_string_layout_and_none_or_null_only(tmp_path: Path) -> None
         lookup_record_keys(tmp_path, [rel], pa.array([1, 2]))
 
 
-def test_lookup_opens_only_the_batches_its_keys_fall_in(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_lookup_opens_only_the_batches_its_keys_fall_in(tmp_path: Path, version: int) -> None:
     keys = _uuids(np.random.default_rng(4), 5000)
-    rel = write_record_index(tmp_path, pa.array(keys), np.arange(5000), shards=8, batch_rows=300)
+    rel = write_record_index(
+        tmp_path, pa.array(keys), np.arange(5000), shards=8, batch_rows=300, version=version
+    )
     meta = json.loads(pa.ipc.open_file(tmp_path / rel).schema.metadata[METADATA_KEY])
     assert meta["shards"] == 8 and len(meta["shard_batches"]) == 8
     n_batches = len(meta["batch_rows"])
@@ -161,11 +168,19 @@ def test_lookup_opens_only_the_batches_its_keys_fall_in(tmp_path: Path) -> None:
     assert one.file_idx.tolist() == [123] and one.files_opened == 1
     size = (tmp_path / rel).stat().st_size
     metadata = len(pa.ipc.open_file(tmp_path / rel).schema.metadata[METADATA_KEY])
-    # the metadata, then a few pages of one batch: the hash's page, the key's string, its file_idx
-    assert metadata < one.bytes_read <= metadata + 6 * 4096 < size
     every = lookup_record_keys(tmp_path, [rel], pa.array(keys))
     assert every.key_pos.tolist() == list(range(5000)) and every.file_idx.tolist() == list(range(5000))
-    assert metadata + 4096 * (size // 4096 - 2) <= every.bytes_read <= metadata + size  # every page
+    if version == 1:
+        # the metadata, then a few pages of one batch: the hash's page, the key's string, its file_idx
+        assert metadata < one.bytes_read <= metadata + 6 * 4096 < size
+        assert metadata + 4096 * (size // 4096 - 2) <= every.bytes_read <= metadata + size  # every page
+        return
+    # v2: the key's page (its hash, file id and key in one record), the next one if its run
+    # started at a page's first row; every lookup: each page once (pages are 4 KiB-aligned)
+    assert metadata + 4096 <= one.bytes_read <= metadata + 2 * 4096
+    per_page = meta["layout"]["records_per_page"]
+    pages = sum(-(-rows // per_page) for rows in meta["batch_rows"])
+    assert every.bytes_read == metadata + 4096 * pages < size
 
 
 def test_hash_collisions_never_match_the_wrong_key(tmp_path: Path) -> None:
@@ -280,7 +295,8 @@ def _rewrite(
         meta_change(meta)
     if batches_change:
         batches = batches_change(batches)
-    schema = RECORD_INDEX_SCHEMA.with_metadata({METADATA_KEY: json.dumps(meta).encode()})
+    plain = PAGES_SCHEMA if batches and batches[0].schema.equals(PAGES_SCHEMA) else RECORD_INDEX_SCHEMA
+    schema = plain.with_metadata({METADATA_KEY: json.dumps(meta).encode()})
     data = pa.BufferOutputStream()
     with pa.ipc.new_file(data, schema) as writer:
         for b in batches:
@@ -288,11 +304,25 @@ def _rewrite(
     path.write_bytes(data.getvalue().to_pybytes())
 
 
-@pytest.fixture
-def written(tmp_path: Path) -> tuple[Path, str, list[str]]:
+@pytest.fixture(params=[1, 2], ids=["v1", "v2"])
+def written(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Path, str, list[str]]:
     keys = _uuids(np.random.default_rng(8), 2000)
-    rel = write_record_index(tmp_path, pa.array(keys), np.arange(2000), shards=2, batch_rows=500)
+    rel = write_record_index(
+        tmp_path, pa.array(keys), np.arange(2000), shards=2, batch_rows=500, version=request.param
+    )
     return tmp_path, rel, keys
+
+
+@pytest.fixture
+def written_v1(tmp_path: Path) -> tuple[Path, str, list[str]]:
+    keys = _uuids(np.random.default_rng(8), 2000)
+    rel = write_record_index(tmp_path, pa.array(keys), np.arange(2000), shards=2, batch_rows=500, version=1)
+    return tmp_path, rel, keys
+
+
+def _version(root: Path, rel: str) -> int:
+    with pa.ipc.open_file(root / rel) as reader:
+        return 2 if reader.schema.remove_metadata().equals(PAGES_SCHEMA) else 1
 
 
 def _corrupt(root: Path, rel: str, keys: list[str], match: str) -> None:
@@ -335,7 +365,7 @@ def test_missing_truncated_or_garbage_files(written: tuple[Path, str, list[str]]
         (lambda m: m.pop("shard_batches"), "metadata"),
         (lambda m: m.update(fences="not base64!"), "base64"),
         (lambda m: m.update(fences=m["fences"][:-12]), "bytes of fences"),
-        (lambda m: m.update(page_rows=256), "page_rows"),
+        (lambda m: m.update(page_rows=7), "page_rows"),
         (lambda m: m.update(fences=_reversed_fences(m["fences"])), "fences of record batch"),
     ],
 )
@@ -352,9 +382,9 @@ def _reversed_fences(text: str) -> str:
     return base64.b64encode(fences.tobytes()).decode()
 
 
-def test_files_without_page_fences_are_searched_whole(written: tuple[Path, str, list[str]]) -> None:
+def test_files_without_page_fences_are_searched_whole(written_v1: tuple[Path, str, list[str]]) -> None:
     """Files written before page fences were recorded: the same answers, the whole column searched."""
-    root, rel, keys = written
+    root, rel, keys = written_v1
     before = lookup_record_keys(root, [rel], pa.array([*keys[::3], "absent"]))
     _rewrite(root / rel, meta_change=lambda m: (m.pop("fences"), m.pop("page_rows")))
     after = lookup_record_keys(root, [rel], pa.array([*keys[::3], "absent"]))
@@ -366,8 +396,9 @@ def test_no_metadata_or_not_json(written: tuple[Path, str, list[str]]) -> None:
     root, rel, keys = written
     with pa.ipc.open_file(root / rel) as reader:
         batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
+    plain = PAGES_SCHEMA if _version(root, rel) == 2 else RECORD_INDEX_SCHEMA
     for metadata, match in ((None, "no record index metadata"), ({METADATA_KEY: b"{nope"}, "bad record")):
-        schema = RECORD_INDEX_SCHEMA.with_metadata(metadata) if metadata else RECORD_INDEX_SCHEMA
+        schema = plain.with_metadata(metadata) if metadata else plain
         with pa.ipc.new_file(root / rel, schema) as writer:
             for b in batches:
                 writer.write_batch(b.replace_schema_metadata(schema.metadata))
@@ -376,6 +407,23 @@ def test_no_metadata_or_not_json(written: tuple[Path, str, list[str]]) -> None:
 
 def test_an_unsorted_shard(written: tuple[Path, str, list[str]]) -> None:
     root, rel, keys = written
+    if _version(root, rel) == 2:
+        meta = json.loads(pa.ipc.open_file(root / rel).schema.metadata[METADATA_KEY])
+        per_page = meta["layout"]["records_per_page"]
+
+        def reverse_hashes(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+            # In the first page of batch 1, reverse the middle hashes (the batch's ends agree).
+            pages = np.frombuffer(batches[1].column(0).buffers()[1], np.uint8).reshape(-1, 4096).copy()
+            hashes = pages[0, : 8 * per_page].view("<u8")
+            hashes[1:-1] = hashes[1:-1][::-1].copy()
+            array = pa.FixedSizeBinaryArray.from_buffers(
+                pa.binary(4096), len(pages), [None, pa.py_buffer(pages)]
+            )
+            return [batches[0], pa.record_batch([array], schema=batches[1].schema), *batches[2:]]
+
+        _rewrite(root / rel, batches_change=reverse_hashes)
+        _corrupt(root, rel, keys, "not sorted")
+        return
 
     def shuffle_inside(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
         # Keep each batch's first and last row (the metadata still agrees), reverse the middle.
@@ -394,11 +442,11 @@ def test_a_batch_that_disagrees_with_the_metadata(written: tuple[Path, str, list
         return [batches[0].slice(0, batches[0].num_rows - 1), *batches[1:]]
 
     _rewrite(root / rel, batches_change=drop_last_row)
-    _corrupt(root, rel, keys, "rows, not")
+    _corrupt(root, rel, keys, "rows, not|pages for")
 
 
-def test_string_offsets_out_of_bounds(written: tuple[Path, str, list[str]]) -> None:
-    root, rel, keys = written
+def test_string_offsets_out_of_bounds(written_v1: tuple[Path, str, list[str]]) -> None:
+    root, rel, keys = written_v1
 
     def bad_offsets(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
         b = batches[0]
@@ -426,3 +474,138 @@ def test_page_search_equals_searchsorted_with_runs_longer_than_a_page() -> None:
         lo, hi = _search_pages(values, fences, queries)
         assert np.array_equal(lo, np.searchsorted(values, queries, "left"))
         assert np.array_equal(hi, np.searchsorted(values, queries, "right"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Format v2: pages of records
+
+
+def _meta(root: Path, rel: str) -> dict[str, Any]:
+    return json.loads(pa.ipc.open_file(root / rel).schema.metadata[METADATA_KEY])
+
+
+def test_v1_and_v2_files_answer_alike_side_by_side(tmp_path: Path) -> None:
+    """An index written before format v2 stays readable, alone or next to v2 files."""
+    rng = np.random.default_rng(11)
+    keys = _uuids(rng, 4000)
+    old = write_record_index(tmp_path, pa.array(keys[:2500]), np.arange(2500), version=1)
+    new = write_record_index(tmp_path, pa.array(keys[2000:]), np.arange(2000, 4000) + 10_000)
+    assert (
+        _meta(tmp_path, old)["format"].endswith("v1")
+        and _meta(tmp_path, new)["format"] == RECORD_INDEX_FORMAT
+    )
+    stored: dict[str, list[int]] = defaultdict(list)
+    for k, i in zip(keys[:2500], range(2500), strict=True):
+        stored[k].append(i)
+    for k, i in zip(keys[2000:], range(12_000, 14_000), strict=True):
+        stored[k].append(i)
+    probe = [*rng.choice(keys, 1500).tolist(), *_uuids(rng, 300), None]
+    found = lookup_record_keys(tmp_path, [old, new], pa.array(probe, pa.string()))
+    _check(found)
+    assert _as_dict(found) == _expected(stored, probe)
+    table = read_record_index(tmp_path, [old, new])
+    assert sorted(zip(table["key"].to_pylist(), table["file_idx"].to_pylist(), strict=True)) == sorted(
+        (k, i) for k, v in stored.items() for i in v
+    )
+
+
+def test_a_file_of_an_unknown_format_is_refused_with_a_rebuild_hint(tmp_path: Path) -> None:
+    keys = _uuids(np.random.default_rng(12), 100)
+    rel = write_record_index(tmp_path, pa.array(keys), np.arange(100))
+    _rewrite(tmp_path / rel, meta_change=lambda m: m.update(format="hudi_expr.record_index.v9"))
+    with pytest.raises(IndexCorruptError, match=r"does not read.*Rebuild the index"):
+        lookup_record_keys(tmp_path, [rel], pa.array(keys))
+
+
+@pytest.mark.parametrize("n_files", [3, 70_000, 5_000_000_000])
+def test_v2_round_trip_with_narrow_or_wide_file_ids(tmp_path: Path, n_files: int) -> None:
+    rng = np.random.default_rng(13)
+    keys = [f"key-{i}" for i in rng.permutation(3000)]
+    file_idx = rng.integers(0, n_files, 3000)
+    rel = write_record_index(tmp_path, pa.array(keys), file_idx, batch_rows=700)
+    layout = _meta(tmp_path, rel)["layout"]
+    assert layout["file_width"] == (2 if n_files < 1 << 16 else 4 if n_files < 1 << 32 else 8)
+    assert layout["codec"] == "raw" and layout["key_width"] == max(len(k) for k in keys)
+    probe = [*keys[::7], "key-", "key-1x", "absent"]
+    found = lookup_record_keys(tmp_path, [rel], pa.array(probe))
+    assert found.key_pos.tolist() == list(range(len(keys[::7])))
+    assert found.file_idx.tolist() == file_idx[::7].tolist()
+    table = read_record_index(tmp_path, [rel])
+    assert dict(zip(table["key"].to_pylist(), table["file_idx"].to_pylist(), strict=True)) == dict(
+        zip(keys, file_idx.tolist(), strict=True)
+    )
+
+
+def test_v2_pages_are_page_aligned_and_uuid_keys_packed(tmp_path: Path) -> None:
+    keys = _uuids(np.random.default_rng(14), 3000)
+    rel = write_record_index(tmp_path, pa.array(keys), np.arange(3000), shards=4, batch_rows=600)
+    assert _meta(tmp_path, rel)["layout"]["codec"] == "uuid"
+    with pa.memory_map(str(tmp_path / rel)) as source:
+        reader = pa.ipc.open_file(source)
+        for i in range(reader.num_record_batches):
+            column = reader.get_batch(i).column(0)
+            assert (
+                (column.buffers()[1].address - source.address) % 4096 == 0
+                if hasattr(source, "address")
+                else True
+            )
+            assert column.buffers()[1].address % 4096 == 0  # the map starts at a page boundary
+    # A key that is not a canonical lowercase UUID string cannot be stored: absent, not an error.
+    probe = [keys[5], keys[5].upper(), keys[6].replace("-", ""), keys[7] + " ", "", keys[8]]
+    found = lookup_record_keys(tmp_path, [rel], pa.array(probe))
+    assert found.key_pos.tolist() == [0, 5] and found.file_idx.tolist() == [5, 8]
+    assert read_record_index(tmp_path, [rel])["key"].to_pylist() != []
+    assert sorted(read_record_index(tmp_path, [rel])["key"].to_pylist()) == sorted(keys)
+
+
+def test_v2_long_keys_go_to_the_overflow_heap(tmp_path: Path) -> None:
+    rng = np.random.default_rng(15)
+    keys = [("é" * int(rng.integers(0, 90))) + f"#{i}" for i in range(2000)]
+    keys += ["x" * 5000, "x" * 4999 + "y", ""]
+    file_idx = np.arange(len(keys))
+    rel = write_record_index(tmp_path, pa.array(keys), file_idx, batch_rows=400)
+    meta = _meta(tmp_path, rel)
+    assert meta["layout"]["key_width"] == 64 and meta["heap_bytes"] > 10_000
+    # Long keys must match in full: same length, one byte apart, or a prefix of a stored key.
+    probe = [*keys, "x" * 5000 + "y", "x" * 4999 + "z", keys[0][:-1], "é" * 89]
+    found = lookup_record_keys(tmp_path, [rel], pa.array(probe))
+    assert found.key_pos.tolist() == list(range(len(keys)))
+    assert found.file_idx.tolist() == file_idx.tolist()
+    one = lookup_record_keys(tmp_path, [rel], pa.array(["x" * 5000]))
+    assert one.file_idx.tolist() == [len(keys) - 3]
+    # its page, and the 5,000 bytes of the heap (two or three pages)
+    assert len(json.dumps(meta)) + 3 * 4096 <= one.bytes_read <= len(json.dumps(meta)) + 5 * 4096
+    table = read_record_index(tmp_path, [rel])
+    assert dict(zip(table["key"].to_pylist(), table["file_idx"].to_pylist(), strict=True)) == dict(
+        zip(keys, file_idx.tolist(), strict=True)
+    )
+
+
+def test_v2_runs_of_one_hash_across_pages(tmp_path: Path) -> None:
+    """One key in many rows (several files) over several pages and page starts, and keys sharing
+    a hash: every row of the key found, the others told apart by their strings."""
+    rng = np.random.default_rng(16)
+    keys = _uuids(rng, 3000)
+    keys[100:700] = [keys[100]] * 600  # a run of 600 rows: several pages of 141 records
+    hashes = hash_keys(pa.array(keys))[0]
+    hashes[1001] = hashes[1000]  # keys[1001] stored under keys[1000]'s hash: never its match
+    rel = write_record_index(tmp_path, pa.array(keys), np.arange(3000), hashes=hashes)
+    probe = [keys[100], keys[1000], keys[1001], keys[2999], *_uuids(rng, 50)]
+    found = lookup_record_keys(tmp_path, [rel], pa.array(probe))
+    assert _as_dict(found) == {0: list(range(100, 700)), 1: [1000], 3: [2999]}
+    others = [k for i, k in enumerate(keys) if not 100 < i < 700 and i != 1001]
+    every = lookup_record_keys(tmp_path, [rel], pa.array(others))
+    assert len(every.key_pos) == len(others) + 599 and set(every.file_idx.tolist()) == set(range(3000)) - {
+        1001
+    }
+
+
+def test_v2_empty_and_single(tmp_path: Path) -> None:
+    empty = write_record_index(tmp_path, pa.array([], pa.string()), np.zeros(0, np.int64))
+    assert lookup_record_keys(tmp_path, [empty], pa.array(["a"])).key_pos.tolist() == []
+    assert read_record_index(tmp_path, [empty]).num_rows == 0
+    only_empty_key = write_record_index(tmp_path, pa.array([""]), np.array([7]))
+    assert _meta(tmp_path, only_empty_key)["layout"]["key_width"] == 0
+    found = lookup_record_keys(tmp_path, [empty, only_empty_key], pa.array(["", "a", None], pa.string()))
+    assert found.key_pos.tolist() == [0] and found.file_idx.tolist() == [7]
+    assert read_record_index(tmp_path, [only_empty_key])["key"].to_pylist() == [""]
