@@ -57,12 +57,14 @@ from adapters.duckdb import register_macros
 from hudi_expr import Expression, Predicate, col
 from hudi_expr.terms import normalize_term
 from index_store import open_table
+from index_store.partitions import secondary_dict
 from index_store.partitions.secondary_dict import DICTIONARY
 from index_store.secondary import UseRules, rowsets
 from index_store.secondary import format as fmt
 from index_store.secondary.dictionary import load_dictionaries
 
 ROW_GROUP_ENTRIES = fmt.ROW_GROUP_ENTRIES
+DICTIONARY_GROUP_ENTRIES = secondary_dict.ROW_GROUP_ENTRIES
 MIN_DENSE = rowsets._MIN_DENSE
 
 SCHEMA = pa.schema(
@@ -371,8 +373,10 @@ def test_value_index_rows(
 def _index_layout(entries_per_group: int, min_dense: int | None) -> None:
     """Index files with ``entries_per_group`` keys per row group (several groups per column: the
     lookups skip groups by key statistics), and row sets stored as bitmaps from ``min_dense`` rows
-    (the default keeps files of a few rows to sorted lists)."""
+    (the default keeps files of a few rows to sorted lists). The global dictionary gets as many
+    keys per row group, scaled like the defaults, so its lookups skip groups too."""
     fmt.ROW_GROUP_ENTRIES = entries_per_group
+    secondary_dict.ROW_GROUP_ENTRIES = DICTIONARY_GROUP_ENTRIES * entries_per_group // ROW_GROUP_ENTRIES
     rowsets._MIN_DENSE = MIN_DENSE if min_dense is None else min_dense
 
 

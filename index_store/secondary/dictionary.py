@@ -158,6 +158,7 @@ class Dictionary:
         self._pf, self.meta = open_dictionary(root, rel)
         self._coverage = coverage_keys(self.meta.file_idx, self.meta.version)
         self._stats: FileStats | None = None
+        self._group_bounds: list[tuple[Any, Any] | None] | None = None
         self._bounds: tuple[pa.Array, pa.Array] | Literal[False] | None = None
 
     def covers(self, file_idx: pa.Array, version: pa.Array) -> np.ndarray:
@@ -208,23 +209,31 @@ class Dictionary:
         hi = np.searchsorted(wanted, maxs.to_numpy(zero_copy_only=False), side="right")
         return [int(g) for g in np.flatnonzero(hi > lo)]
 
-    def _fences(self) -> tuple[pa.Array, pa.Array] | None:
-        """Each row group's smallest and largest key (None: a group without both)."""
-        if self._bounds is None:
+    def _row_group_bounds(self) -> list[tuple[Any, Any] | None]:
+        """Each row group's smallest and largest key from its statistics (None: not both),
+        read once."""
+        if self._group_bounds is None:
             md = self._pf.metadata
-            mins, maxs = [], []
+            bounds: list[tuple[Any, Any] | None] = []
             for g in range(md.num_row_groups):
                 st = md.row_group(g).column(0).statistics
-                if st is None or not st.has_min_max:
-                    self._bounds = False
-                    return None
-                mins.append(st.min)
-                maxs.append(st.max)
-            key_type = self._pf.schema_arrow.field("key").type
-            try:
-                self._bounds = (pa.array(mins, key_type), pa.array(maxs, key_type))
-            except (pa.ArrowException, ValueError, TypeError):
-                self._bounds = False
+                bounds.append((st.min, st.max) if st is not None and st.has_min_max else None)
+            self._group_bounds = bounds
+        return self._group_bounds
+
+    def _fences(self) -> tuple[pa.Array, pa.Array] | None:
+        """Each row group's smallest and largest key as arrays (None: a group without both)."""
+        if self._bounds is None:
+            bounds = self._row_group_bounds()
+            self._bounds = False
+            if all(b is not None for b in bounds):
+                key_type = self._pf.schema_arrow.field("key").type
+                try:
+                    mins = pa.array([b[0] for b in bounds if b is not None], key_type)
+                    maxs = pa.array([b[1] for b in bounds if b is not None], key_type)
+                    self._bounds = (mins, maxs)
+                except (pa.ArrowException, ValueError, TypeError):
+                    pass
         return self._bounds or None
 
     def _groups(self, keys: Expression) -> list[int]:
@@ -234,19 +243,14 @@ class Dictionary:
         if n <= 1:
             return list(range(n))
         if self._stats is None:
-            records = []
-            for g in range(n):
-                st = md.row_group(g).column(0).statistics
-                bounds: dict[str, Any] = {}
-                if st is not None and st.has_min_max:
-                    bounds = {"min": st.min, "max": st.max}
-                records.append(
-                    {
-                        "file": str(g),
-                        "row_count": md.row_group(g).num_rows,
-                        "stats": {self.meta.column: bounds},
-                    }
-                )
+            records = [
+                {
+                    "file": str(g),
+                    "row_count": md.row_group(g).num_rows,
+                    "stats": {self.meta.column: {} if b is None else {"min": b[0], "max": b[1]}},
+                }
+                for g, b in enumerate(self._row_group_bounds())
+            ]
             key_type = self._pf.schema_arrow.field("key").type
             try:
                 self._stats = FileStats.from_pylist(

@@ -18,6 +18,7 @@ import pytest
 
 from hudi_expr import Expression, col
 from index_store import IndexCorruptError, IndexedTable, open_table
+from index_store.partitions import secondary_dict
 from index_store.partitions.secondary_dict import DICTIONARY, DictionaryMeta, write_dictionary
 from index_store.secondary import UseRules
 from index_store.secondary.dictionary import Dictionary, load_dictionaries
@@ -148,6 +149,34 @@ def test_a_file_indexed_after_the_dictionary_is_answered_per_file(table: Indexed
     expr = col("a") == 7
     assert table.secondary.dictionary_count(expr) is None
     assert table.count(expr) == _count(root, expr)
+
+
+@pytest.mark.parametrize("column", ["a", "s"])
+def test_counts_from_a_dictionary_of_many_row_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, column: str
+) -> None:
+    # Three entries a row group: a key's entries straddle group boundaries, and a lookup picks
+    # its groups by their key bounds (integer and string keys, = and IN, present and absent).
+    monkeypatch.setattr(secondary_dict, "ROW_GROUP_ENTRIES", 3)
+    root = tmp_path / "t"
+    root.mkdir()
+    for k in range(4):
+        _write(root, f"f{k}.parquet", k, n=60)
+    t = open_table(root)
+    t.build(progress=False)
+    t.create_index(column)
+    t.build_index(progress=False)
+    d = _dictionaries(t)[("value", column)]
+    assert pq.ParquetFile(d.path).metadata.num_row_groups > 5
+    values = duckdb.sql(f"SELECT DISTINCT {column} FROM read_parquet('{root}/*.parquet')").fetchall()
+    keys = sorted(v for (v,) in values if v is not None)
+    absent = -1 if column == "a" else "absent"
+    for expr in [
+        *(col(column) == k for k in keys),
+        col(column) == absent,
+        col(column).isin([*keys[:3], absent]),
+    ]:
+        assert t.secondary.dictionary_count(expr) == _count(root, expr), str(expr)
 
 
 def test_a_count_from_the_dictionary_reads_no_statistics(table: IndexedTable) -> None:
