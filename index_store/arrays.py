@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["unique_sorted"]
+__all__ = ["expand_ranges", "unique_sorted"]
 
 
 def unique_sorted(values: np.ndarray) -> np.ndarray:
@@ -18,3 +18,11 @@ def unique_sorted(values: np.ndarray) -> np.ndarray:
     keep[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
     return ordered[keep]
+
+
+def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Every position of the ranges ``[starts[i], starts[i] + counts[i])``, concatenated in order
+    (int64): the rows of runs found by ``searchsorted``, without a loop over the runs."""
+    counts = np.asarray(counts, dtype=np.int64)
+    run_start = np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(np.asarray(starts, dtype=np.int64), counts) + (np.arange(len(run_start)) - run_start)

@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_expr import hash_keys
-from index_store.arrays import unique_sorted
+from index_store.arrays import expand_ranges, unique_sorted
 from index_store.errors import IndexCorruptError, RecordKeyError
 from index_store.partitions.base import INDEX_FILE_SUFFIX, Batch, LiveIndex
 from index_store.partitions.record_pages import (
@@ -732,9 +732,8 @@ def _probe_pages(
     if not len(hit):
         return None, np.concatenate(touched)
     count, first = count[hit], lo[hit]
-    total = int(count.sum())
     which = np.repeat(hit, count)
-    rows = np.repeat(first, count) + (np.arange(total) - np.repeat(np.cumsum(count) - count, count))
+    rows = expand_ranges(first, count)
     touched.append(paged.os_pages(rows))
     key_pos = q_pos[which]
     heap = _heap(f)
@@ -742,10 +741,7 @@ def _probe_pages(
     if heap is not None and len(reads):
         lo_page = (heap[1] + reads[:, 0]) // PAGE
         hi_page = (heap[1] + np.maximum(reads[:, 1] - 1, reads[:, 0])) // PAGE
-        span = hi_page - lo_page + 1
-        touched.append(
-            np.repeat(lo_page, span) + (np.arange(int(span.sum())) - np.repeat(np.cumsum(span) - span, span))
-        )
+        touched.append(expand_ranges(lo_page, hi_page - lo_page + 1))
     pages = np.concatenate(touched)
     if not ok.any():
         return None, pages
@@ -811,10 +807,8 @@ def _confirm(
     if int(count.max()) == 1:
         rows, which = lo, hit
     else:
-        total = int(count.sum())
         which = np.repeat(hit, count)
-        run_start = np.repeat(np.cumsum(count) - count, count)
-        rows = np.repeat(lo, count) + (np.arange(total) - run_start)
+        rows = expand_ranges(lo, count)
     stored = batch.column(1)
     _check_offsets(f, i, stored, rows)
     key_pos = q_pos[which]

@@ -21,6 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from index_store.arrays import expand_ranges
+
 __all__ = [
     "MAX_INLINE",
     "OVERFLOW",
@@ -209,11 +211,7 @@ def pack_pages(
 
 def _gather(data: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
     """The bytes ``data[start[i] : start[i] + length[i]]`` of every i, concatenated."""
-    total = int(length.sum())
-    if not total:
-        return np.zeros(0, dtype=np.uint8)
-    first = np.repeat(start - np.concatenate([[0], np.cumsum(length)[:-1]]), length)
-    return data[first + np.arange(total)]
+    return data[expand_ranges(start, length)]
 
 
 class QueryKeys:
@@ -378,7 +376,7 @@ class PagedRows:
 
     def decode(self, heap: np.ndarray | None) -> tuple[np.ndarray, pa.Array, np.ndarray]:
         """Every row: hashes, keys (strings) and file ids."""
-        n, r = self.n, self.layout.records_per_page
+        n = self.n
         hashes = self.hashes.reshape(-1)[:n].copy()
         files = self.files.reshape(-1)[:n].astype(np.int64)
         if self.layout.codec == "uuid":
@@ -416,5 +414,4 @@ class PagedRows:
             spread[long] = np.arange(len(long))
             taken = values.take(pa.array(spread, mask=spread < 0))
             keys = pc.if_else(pa.array(~inline), taken, keys)
-        del r
         return hashes, keys, files

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from index_store.arrays import unique_sorted
+from index_store.arrays import expand_ranges, unique_sorted
 from index_store.hudi_log import valid_instants
 from index_store.partitions.log_records import StoredLogRecords
 from index_store.record_key import RecordKeySpec
@@ -175,8 +175,7 @@ class MergedTagging:
             low = np.searchsorted(ordered, key_codes, "left")
             count = np.searchsorted(ordered, key_codes, "right") - low
             key_idx = np.repeat(np.arange(n_keys, dtype=np.int64), count)
-            first = np.repeat(np.cumsum(count) - count, count)
-            which = order[np.repeat(low, count) + np.arange(key_idx.size) - first]
+            which = order[expand_ranges(low, count)]
         return key_idx, fallback[which], self.unlocated_base[which].astype(np.int8)
 
 
