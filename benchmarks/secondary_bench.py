@@ -657,8 +657,15 @@ def measure_query(layout: Layout, q: Query, cons: Connections, opt: Settings) ->
     purpose: Purpose = "count" if q.kind == "count" else "exists" if q.kind == "exists" else "rows"
     width = None if q.columns is None else len(q.columns)
     rules = UseRules(purpose=purpose, columns=width, reader=row_reader().name)  # as t.read/count/exists
-    selection = layout.secondary.select(q.expr, rules)
-    notes.append(f"- {name}, {q.name}: t.{what}(): " + selection.explain().replace("\n", "; "))
+    looked = layout.secondary.secondary.dictionary_rows(q.expr) if q.kind != "rows" else None
+    if looked is not None:  # what t.count/t.exists do first; select() is their fallback
+        notes.append(
+            f"- {name}, {q.name}: t.{what}(): answered by the dictionary (one lookup): {looked.rows:,} "
+            f"rows in {len(looked.files):,} files, no index or data file read"
+        )
+    else:
+        selection = layout.secondary.select(q.expr, rules)
+        notes.append(f"- {name}, {q.name}: t.{what}(): " + selection.explain().replace("\n", "; "))
 
     # 3b. The secondary table through the adapter, which uses the index where it can.
     p = plan(cons.secondary, q.sql)
