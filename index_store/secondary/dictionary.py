@@ -13,6 +13,8 @@ existed) go the per-file way, so a stale or missing dictionary is slower, never 
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudi_expr import EqualTo, Expression, FileStats, In, might_match
+from index_store.arrays import expand_ranges, unique_sorted
 from index_store.errors import IndexCorruptError
 from index_store.partitions.secondary_dict import (
     DictionaryMeta,
@@ -42,6 +45,12 @@ __all__ = [
 ]
 
 ColumnKey = tuple[str, str]  # (index type, column)
+# Decoded row groups a dictionary keeps for its next lookups (a hot key costs no parquet read).
+GROUP_CACHE_BYTES = 64 << 20
+# A lookup reading more row groups than this (a wide range) does not keep them: it would push
+# out the groups of the keys asked again and again.
+CACHED_READ_GROUPS = 16
+_NO_ENTRIES = (np.zeros(0, np.int64), np.zeros(0, np.float64))
 
 
 def _file_entries(path: Path, column: str, file_idx: int) -> pa.Table:
@@ -150,6 +159,64 @@ class Lookup:
     covered: np.ndarray  # bool per candidate: the dictionary answers for it
 
 
+@dataclass(frozen=True)
+class _Group:
+    """One decoded row group of a dictionary: its entries, as arrays a lookup indexes directly."""
+
+    table: pa.Table  # key, file_idx, rows
+    file_idx: np.ndarray  # int64
+    rows: np.ndarray  # int64
+    keys: np.ndarray | None  # the non-null keys when numbers in ascending order (else None)
+    nbytes: int
+
+    @classmethod
+    def of(cls, table: pa.Table, path: str) -> _Group:
+        try:
+            file_idx = table["file_idx"].to_numpy().astype(np.int64, copy=False)
+            rows = table["rows"].to_numpy().astype(np.int64, copy=False)
+        except (pa.ArrowException, ValueError, TypeError, KeyError) as exc:
+            raise _unexpected(path, exc) from None
+        keys = _ascending_numbers(table["key"])
+        return cls(table, file_idx, rows, keys, table.nbytes + file_idx.nbytes + rows.nbytes)
+
+    def positions(self, values: pa.Array) -> np.ndarray | None:
+        """Positions of the entries whose key is one of ``values`` (no nulls), by binary search;
+        None where the keys are not ascending numbers or ``values`` do not convert to them."""
+        if self.keys is None:
+            return None
+        try:
+            wanted = values.cast(self.table.schema.field("key").type).to_numpy(zero_copy_only=False)
+        except (pa.ArrowException, ValueError, TypeError):
+            return None
+        wanted = unique_sorted(wanted)  # IN (5, 5) counts key 5's rows once
+        lo = np.searchsorted(self.keys, wanted, side="left")
+        hi = np.searchsorted(self.keys, wanted, side="right")
+        return expand_ranges(lo, hi - lo)
+
+
+def _unexpected(path: str | Path, exc: Exception) -> IndexCorruptError:
+    return IndexCorruptError(str(path), f"entries of an unexpected type ({exc})")
+
+
+def _ascending_numbers(keys: pa.ChunkedArray) -> np.ndarray | None:
+    """An integer or temporal key column's non-null keys as numpy values when ascending (nulls
+    sort last in a dictionary), else None: a lookup then hashes instead (never trusts an order
+    the file does not have)."""
+    t = keys.type
+    if not (pa.types.is_integer(t) or pa.types.is_temporal(t)):
+        return None
+    valid = len(keys) - keys.null_count
+    if keys.slice(valid).null_count != len(keys) - valid:
+        return None  # a null before the end: not the dictionary's order
+    try:
+        out = keys.slice(0, valid).to_numpy()
+    except (pa.ArrowException, ValueError, TypeError):
+        return None
+    if len(out) > 1 and not bool(np.all(out[1:] >= out[:-1])):
+        return None
+    return out
+
+
 class Dictionary:
     """An opened dictionary file of one (index type, column): coverage checks and lookups."""
 
@@ -158,8 +225,11 @@ class Dictionary:
         self._pf, self.meta = open_dictionary(root, rel)
         self._coverage = coverage_keys(self.meta.file_idx, self.meta.version)
         self._stats: FileStats | None = None
-        self._group_bounds: list[tuple[Any, Any] | None] | None = None
-        self._bounds: tuple[pa.Array, pa.Array] | Literal[False] | None = None
+        self._group_bounds: list[tuple[Any, Any] | bool] | None = None
+        self._bounds: tuple[np.ndarray, pa.Array, pa.Array, list[int]] | Literal[False] | None = None
+        self._cache: OrderedDict[int, _Group] = OrderedDict()
+        self._cached_bytes = 0
+        self._lock = threading.Lock()
 
     def covers(self, file_idx: pa.Array, version: pa.Array) -> np.ndarray:
         """Per (file_idx, manifest version) pair: are its entries here? (null pairs: no)."""
@@ -171,69 +241,143 @@ class Dictionary:
         """Rows per candidate (``file_idx``) holding a key where ``keys`` (bound over a column
         named like the indexed one, of the key type) is TRUE; ``covered`` says which candidates
         the caller found covered (``covers``), the others get 0 and stay uncovered."""
-        values = _point_values(keys)
-        groups = self._groups(keys) if values is None else self._point_groups(values)
         out: np.ndarray = np.zeros(len(file_idx), dtype=np.float64)
-        if groups and covered.any():
+        if not covered.any():
+            return Lookup(out, covered)
+        values = _point_values(keys)
+        if values is None:
+            holders, weights = self._filtered(keys)
+        else:
+            holders, weights = self._points(values)
+        if len(holders):
+            # Candidates by file_idx through one sort (no hash table built per lookup).
+            order = np.argsort(file_idx, kind="stable")
+            ordered = np.asarray(file_idx, dtype=np.int64)[order]
+            at = np.minimum(np.searchsorted(ordered, holders), len(ordered) - 1)
+            found = ordered[at] == holders
+            out = np.bincount(order[at[found]], weights=weights[found], minlength=len(file_idx))
+        return Lookup(np.where(covered, out, 0.0), covered)
+
+    def _filtered(self, keys: Expression) -> tuple[np.ndarray, np.ndarray]:
+        """(file_idx, rows) of the entries whose key ``keys`` selects: the row groups statistics
+        admit, filtered by the expression (ranges, and keys ``_point_values`` does not take)."""
+        groups = self._groups(keys)
+        if not groups:
+            return _NO_ENTRIES
+        table = pa.concat_tables([group.table for group in self._read(groups)])
+        named = table.rename_columns([self.meta.column, "file_idx", "rows"])
+        try:
+            selected = named.filter(keys.to_pyarrow())
+        except (pa.ArrowException, ValueError, TypeError) as exc:
+            raise _unexpected(self.path, exc) from None
+        return (
+            selected["file_idx"].to_numpy().astype(np.int64, copy=False),
+            selected["rows"].to_numpy().astype(np.float64),
+        )
+
+    def _points(self, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """(file_idx, rows) of the entries whose key is one of ``values``: a binary search in each
+        admitting row group's sorted keys (a hash lookup where the keys are not numbers)."""
+        holders, weights = [], []
+        for group in self._read(self._point_groups(values)):
+            at = group.positions(values)
+            if at is None:
+                try:
+                    hit = pc.is_in(group.table["key"], value_set=values)
+                except (pa.ArrowException, ValueError, TypeError) as exc:
+                    raise _unexpected(self.path, exc) from None
+                at = np.flatnonzero(pc.fill_null(hit, False).to_numpy(zero_copy_only=False))
+            holders.append(group.file_idx[at])
+            weights.append(group.rows[at])
+        if not holders:
+            return _NO_ENTRIES
+        return np.concatenate(holders), np.concatenate(weights).astype(np.float64)
+
+    def _read(self, groups: Sequence[int]) -> list[_Group]:
+        """Row groups ``groups`` decoded: from the cache of recently used groups, the others in one
+        read (kept for next time when few: the least recently used leave past ``GROUP_CACHE_BYTES``)."""
+        with self._lock:  # planners on several threads share a version's dictionaries
+            return self._read_locked(groups)
+
+    def _read_locked(self, groups: Sequence[int]) -> list[_Group]:
+        missing = [g for g in groups if g not in self._cache]
+        fresh: dict[int, _Group] = {}
+        if missing:
             try:
-                table = self._pf.read_row_groups(groups)
+                table = self._pf.read_row_groups(missing)
             except (pa.ArrowException, OSError) as exc:
                 raise IndexCorruptError(str(self.path), f"unreadable entries ({exc})") from None
-            named = table.rename_columns([self.meta.column, "file_idx", "rows"])
-            try:
-                if values is None:
-                    selected = named.filter(keys.to_pyarrow())
-                else:  # a hash lookup costs a third of a filter planned by Acero
-                    selected = named.filter(pc.is_in(named[self.meta.column], value_set=values))
-            except (pa.ArrowException, ValueError, TypeError) as exc:
-                raise IndexCorruptError(str(self.path), f"entries of an unexpected type ({exc})") from None
-            where = pc.index_in(selected["file_idx"], value_set=pa.array(file_idx, pa.int64()))
-            found = pc.is_valid(where).to_numpy(zero_copy_only=False)
-            pos = pc.fill_null(where, 0).to_numpy(zero_copy_only=False).astype(np.int64)
-            weights = selected["rows"].to_numpy(zero_copy_only=False).astype(np.float64)
-            out = np.bincount(pos[found], weights=weights[found], minlength=len(file_idx))
-        return Lookup(np.where(covered, out, 0.0), covered)
+            md = self._pf.metadata
+            start = 0
+            for g in missing:
+                n = md.row_group(g).num_rows
+                fresh[g] = _Group.of(table.slice(start, n), str(self.path))
+                start += n
+            if len(missing) <= CACHED_READ_GROUPS:
+                for g, group in fresh.items():
+                    self._cache[g] = group
+                    self._cached_bytes += group.nbytes
+        out = []
+        for g in groups:
+            if g in fresh:
+                out.append(fresh[g])
+            else:
+                self._cache.move_to_end(g)
+                out.append(self._cache[g])
+        while self._cached_bytes > GROUP_CACHE_BYTES and self._cache:
+            _, old = self._cache.popitem(last=False)
+            self._cached_bytes -= old.nbytes
+        return out
 
     def _point_groups(self, values: pa.Array) -> list[int]:
         """The row groups whose key range holds one of ``values`` (sorted keys: two binary
-        searches over the groups' bounds per value, no expression evaluated)."""
+        searches over the groups' bounds per value, no expression evaluated), and every group
+        whose bounds are unknown."""
         fences = self._fences()
         if fences is None:
             return list(range(self._pf.metadata.num_row_groups))
-        mins, maxs = fences
+        bounded, mins, maxs, unknown = fences
         try:
             wanted = np.sort(values.cast(mins.type).to_numpy(zero_copy_only=False))
         except (pa.ArrowException, ValueError, TypeError):
-            return list(range(len(mins)))
+            return list(range(self._pf.metadata.num_row_groups))
         lo = np.searchsorted(wanted, mins.to_numpy(zero_copy_only=False), side="left")
         hi = np.searchsorted(wanted, maxs.to_numpy(zero_copy_only=False), side="right")
-        return [int(g) for g in np.flatnonzero(hi > lo)]
+        return sorted([int(g) for g in bounded[hi > lo]] + unknown)
 
-    def _row_group_bounds(self) -> list[tuple[Any, Any] | None]:
-        """Each row group's smallest and largest key from its statistics (None: not both),
-        read once."""
+    def _row_group_bounds(self) -> list[tuple[Any, Any] | bool]:
+        """Each row group's smallest and largest key from its statistics, read once; True for a
+        group of NULL keys only (no value is there), False where the statistics do not say."""
         if self._group_bounds is None:
             md = self._pf.metadata
-            bounds: list[tuple[Any, Any] | None] = []
+            bounds: list[tuple[Any, Any] | bool] = []
             for g in range(md.num_row_groups):
                 st = md.row_group(g).column(0).statistics
-                bounds.append((st.min, st.max) if st is not None and st.has_min_max else None)
+                if st is not None and st.has_min_max:
+                    bounds.append((st.min, st.max))
+                else:
+                    # Nulls sort last: a dictionary with NULL keys may end in groups of them.
+                    rows = md.row_group(g).num_rows
+                    nulls = st is not None and st.has_null_count and st.null_count == rows > 0
+                    bounds.append(bool(nulls))
             self._group_bounds = bounds
         return self._group_bounds
 
-    def _fences(self) -> tuple[pa.Array, pa.Array] | None:
-        """Each row group's smallest and largest key as arrays (None: a group without both)."""
+    def _fences(self) -> tuple[np.ndarray, pa.Array, pa.Array, list[int]] | None:
+        """The row groups with both bounds, their smallest and largest keys as arrays, and the
+        groups whose bounds are unknown (None: bounds that do not convert to the key type)."""
         if self._bounds is None:
             bounds = self._row_group_bounds()
             self._bounds = False
-            if all(b is not None for b in bounds):
-                key_type = self._pf.schema_arrow.field("key").type
-                try:
-                    mins = pa.array([b[0] for b in bounds if b is not None], key_type)
-                    maxs = pa.array([b[1] for b in bounds if b is not None], key_type)
-                    self._bounds = (mins, maxs)
-                except (pa.ArrowException, ValueError, TypeError):
-                    pass
+            pairs = [(g, b) for g, b in enumerate(bounds) if isinstance(b, tuple)]
+            unknown = [g for g, b in enumerate(bounds) if b is False]
+            key_type = self._pf.schema_arrow.field("key").type
+            try:
+                mins = pa.array([b[0] for _, b in pairs], key_type)
+                maxs = pa.array([b[1] for _, b in pairs], key_type)
+                self._bounds = (np.array([g for g, _ in pairs], dtype=np.int64), mins, maxs, unknown)
+            except (pa.ArrowException, ValueError, TypeError):
+                pass
         return self._bounds or None
 
     def _groups(self, keys: Expression) -> list[int]:
@@ -247,7 +391,7 @@ class Dictionary:
                 {
                     "file": str(g),
                     "row_count": md.row_group(g).num_rows,
-                    "stats": {self.meta.column: {} if b is None else {"min": b[0], "max": b[1]}},
+                    "stats": {self.meta.column: _group_stats(b, md.row_group(g).num_rows)},
                 }
                 for g, b in enumerate(self._row_group_bounds())
             ]
@@ -263,6 +407,13 @@ class Dictionary:
         except (ValueError, TypeError, pa.ArrowException):
             return list(range(n))
         return [int(g) for g in np.flatnonzero(keep)]
+
+
+def _group_stats(bounds: tuple[Any, Any] | bool, rows: int) -> dict[str, Any]:
+    """A row group's statistics as ``FileStats.from_pylist`` takes them (see ``_row_group_bounds``)."""
+    if isinstance(bounds, tuple):
+        return {"min": bounds[0], "max": bounds[1]}
+    return {"null_count": rows} if bounds else {}
 
 
 def _point_values(keys: Expression) -> pa.Array | None:

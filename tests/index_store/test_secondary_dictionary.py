@@ -8,11 +8,13 @@ answers), a corrupt one raises ``IndexCorruptError`` (or is read past with ``on_
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -20,7 +22,7 @@ from hudi_expr import Expression, col
 from index_store import IndexCorruptError, IndexedTable, open_table
 from index_store.partitions import secondary_dict
 from index_store.partitions.secondary_dict import DICTIONARY, DictionaryMeta, write_dictionary
-from index_store.secondary import UseRules
+from index_store.secondary import UseRules, dictionary
 from index_store.secondary.dictionary import Dictionary, load_dictionaries
 
 FORCE = UseRules(max_predicates=100, by_cost=False)
@@ -242,3 +244,73 @@ def test_drop_index_retires_its_dictionary(table: IndexedTable) -> None:
     name = next(s.name for s in table.indexes() if s.index_type == "term")
     table.drop_index(name)
     assert set(_dictionaries(table)) == {("value", "a")}
+
+
+@pytest.mark.parametrize("cache_bytes", [64 << 20, 1])
+@pytest.mark.parametrize("column", ["a", "d", "t", "s"])
+def test_point_lookups_by_binary_search_and_from_the_group_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, column: str, cache_bytes: int
+) -> None:
+    # Integer, date and timestamp keys are found by binary search in each row group's sorted keys
+    # (strings by a hash lookup); groups stay decoded for the next lookup (or leave at once with a
+    # 1-byte cache). Counts against DuckDB's, asked twice: from the file, then from the cache.
+    monkeypatch.setattr(secondary_dict, "ROW_GROUP_ENTRIES", 4)
+    monkeypatch.setattr(dictionary, "GROUP_CACHE_BYTES", cache_bytes)
+    root = tmp_path / "t"
+    root.mkdir()
+    rng = np.random.default_rng(5)
+    for k in range(4):
+        a = rng.integers(0, 30, 80)
+        a_col = pa.array([None if i % 13 == 0 else int(v) for i, v in enumerate(a)], pa.int64())
+        pq.write_table(
+            pa.table(
+                {
+                    "a": a_col,
+                    "d": pc.cast(pc.cast(a_col, pa.int32()), pa.date32()),
+                    "t": pc.cast(pc.multiply(a_col, 1_000_000), pa.timestamp("us")),
+                    "s": pc.cast(a_col, pa.string()),
+                }
+            ),
+            root / f"f{k}.parquet",
+        )
+    t = open_table(root)
+    t.build(progress=False)
+    t.create_index(column)
+    t.build_index(progress=False)
+    keys = [
+        v
+        for (v,) in duckdb.sql(f"SELECT DISTINCT {column} FROM read_parquet('{root}/*.parquet')").fetchall()
+        if v is not None
+    ]
+    keys.sort()
+    absent = {"a": -1, "d": dt.date(1960, 1, 1), "t": dt.datetime(1960, 1, 1), "s": "absent"}[column]
+    exprs = [
+        *(col(column) == k for k in keys),
+        col(column) == absent,
+        col(column).isin([keys[0], keys[0], keys[-1], absent]),
+        col(column).isin(keys[1:4]),
+    ]
+    for expr in exprs + exprs:
+        assert t.secondary.dictionary_count(expr) == _count(root, expr), str(expr)
+    d = t.secondary._dictionaries(t.secondary._load(), "raise", [])[("value", column)]
+    md = d._pf.metadata
+    holding_keys = sum(md.row_group(g).column(0).statistics.has_min_max for g in range(md.num_row_groups))
+    # Every group holding a key was read once; groups of NULL keys only, never.
+    assert len(d._cache) == (0 if cache_bytes == 1 else holding_keys)
+
+
+def test_only_ascending_numbers_are_binary_searched() -> None:
+    # A group whose keys are not in the dictionary's order is hashed, never binary searched:
+    # searching unsorted keys would miss entries.
+    assert dictionary._ascending_numbers(pa.chunked_array([[1, 2, 2, 5, None]])) is not None
+    assert dictionary._ascending_numbers(pa.chunked_array([[1, 3, 2]])) is None
+    assert dictionary._ascending_numbers(pa.chunked_array([[1, None, 2]])) is None
+    assert dictionary._ascending_numbers(pa.chunked_array([["a", "b"]])) is None
+    table = pa.table({"key": [3, 1, 2, 1], "file_idx": [0, 1, 2, 3], "rows": [1, 1, 1, 1]})
+    group = dictionary._Group.of(table, "x")
+    assert group.positions(pa.array([1])) is None
+    # Sorted keys: each entry once, however often a value is asked.
+    ordered = dictionary._Group.of(table.sort_by("key"), "x")
+    assert ordered.positions(pa.array([2, 1, 1], pa.int64())).tolist() == [0, 1, 2]
+    hit = pc.is_in(table["key"], value_set=pa.array([1]))
+    assert np.flatnonzero(hit.to_numpy(zero_copy_only=False)).tolist() == [1, 3]
