@@ -77,7 +77,14 @@ from index_store.timeline import Commit, IndexTimeline, Operation, Snapshot
 if TYPE_CHECKING:
     from index_store.loaded import Candidates, LoadedVersion
 
-__all__ = ["BuildStrategy", "ColumnFacts", "DictionaryRows", "IndexStatus", "RowSelection", "SecondaryIndexes"]
+__all__ = [
+    "BuildStrategy",
+    "ColumnFacts",
+    "DictionaryRows",
+    "IndexStatus",
+    "RowSelection",
+    "SecondaryIndexes",
+]
 
 STAGING = ".staging"
 
