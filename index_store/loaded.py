@@ -181,7 +181,7 @@ class OnDisk:
     present: np.ndarray  # per indexed file: still on disk
     changed: np.ndarray  # per indexed file: size or modification time not what was indexed
     unknown: list[str]  # files on disk the index does not hold (table-relative)
-    _partition_values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _partition_values: list[dict[str, dict[str, Any]]] = field(default_factory=list)  # once made
 
     @property
     def total(self) -> int:
@@ -196,11 +196,11 @@ class OnDisk:
 
     def partition_values(self) -> dict[str, dict[str, Any]]:
         """Table-relative path -> partition values, of the files that have any."""
-        if not self._partition_values:
-            self._partition_values.update(
+        if not self._partition_values:  # made once: an unpartitioned table's is empty
+            self._partition_values.append(
                 {f.path: f.partition_values for f in self.listing.files if f.partition_values}
             )
-        return self._partition_values
+        return self._partition_values[0]
 
     @classmethod
     def compare(cls, listing: Listing, loaded: LoadedVersion) -> OnDisk:

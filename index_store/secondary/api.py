@@ -1190,7 +1190,10 @@ def _decide(
     alone = "a plain scan" if choice.path == "scan" else "pruning by statistics and blooms alone"
     reason = f"{said}: {alone} is cheaper"
     refused = IndexUse(False, reason, n, choice.selected_upper, candidate_rows, named, choice=choice)
-    hopeful = choose(costs, work, expected, expected, lookups[0], lookups[1], exact)
+    # Where the bound is the expected count (the dictionary counted every candidate) the second
+    # opinion is the first.
+    same = np.array_equal(upper, expected)
+    hopeful = choice if same else choose(costs, work, expected, expected, lookups[0], lookups[1], exact)
     if hopeful.path != "index" or choice.lookup_ms > PROBE_SHARE * choice.pruning_ms:
         return refused, None  # not even the expected count would choose the index
 
