@@ -64,8 +64,8 @@ class SecondaryCache:
     # Per (index type, column): the manifest's facts aligned with the live files (``ColumnFacts``
     # in ``index_store.secondary.api``): a query takes its candidates' rows of them.
     facts: dict[tuple[str, str], Any] = field(default_factory=dict)
-    # Per (index type, column): the last candidate positions asked and which the dictionary covers.
-    covered: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # Per (index type, column): the dictionary read and, per live file, whether it covers the file.
+    covered: dict[tuple[str, str], tuple[Any, np.ndarray]] = field(default_factory=dict)
 
 
 class LoadedVersion:

@@ -550,6 +550,7 @@ class SecondaryIndexes:
                 loaded.secondary.manifest = MANIFEST_SCHEMA.empty_table()  # as if none was built
                 loaded.secondary.by_column.clear()
                 loaded.secondary.facts.clear()
+                loaded.secondary.covered.clear()
                 loaded.secondary.manifest_error = exc
             if loaded.secondary.manifest_error is not None:
                 corrupt.append(loaded.secondary.manifest_error)
@@ -757,17 +758,13 @@ class SecondaryIndexes:
         self, loaded: LoadedVersion, column: tuple[str, str], d: Dictionary, candidates: np.ndarray
     ) -> np.ndarray:
         """Per candidate (positions into ``loaded``'s files): does ``d`` answer for its index file?
-        Kept per version for the last candidate set of each column (a count asks every live file)."""
+        Worked out for every live file once per version (and dictionary), then indexed."""
         last = loaded.secondary.covered.get(column)
-        if last is not None and np.array_equal(last[0], candidates):
-            return last[1]
-        rows = self._column_rows(loaded, column)
-        mine = rows.take(
-            pc.index_in(pa.array(loaded.file_idx[candidates], pa.int64()), value_set=rows["file_idx"])
-        )
-        found = d.covers(mine["file_idx"], mine["version"])
-        found.flags.writeable = False
-        loaded.secondary.covered[column] = (candidates.copy(), found)
+        if last is None or last[0] is not d:
+            rows = self._column_rows(loaded, column)
+            mine = rows.take(pc.index_in(pa.array(loaded.file_idx, pa.int64()), value_set=rows["file_idx"]))
+            last = loaded.secondary.covered[column] = (d, d.covers(mine["file_idx"], mine["version"]))
+        found: np.ndarray = last[1][candidates]
         return found
 
     def _dictionary_counts(

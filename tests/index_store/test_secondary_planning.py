@@ -83,3 +83,27 @@ def test_column_facts_are_kept_per_version_and_a_changed_file_is_not_answered(tm
     assert now.use.used and all(r.exact for r in now.rows) and sum(counted) == 150 + 6
     facts = fresh.secondary.facts[("value", "k")]
     assert facts.has_file.all() and int(facts.rows.sum()) == 450
+
+
+def test_dictionary_coverage_is_worked_out_once_per_version_for_every_live_file(tmp_path: Path) -> None:
+    root = _table(tmp_path / "t")
+    t = open_table(root)
+    # v < 100: statistics keep f0 alone; the coverage is still of every live file.
+    first = t.select((col("k") == 3) & (col("v") < 100), rules=UseRules(by_cost=False))
+    assert len(first.files) == 1 and sum(r.count or 0 for r in first.rows) == 2
+    loaded = t._load()
+    _, covered = loaded.secondary.covered[("value", "k")]
+    assert covered.tolist() == [True] * 4
+    assert t.count(col("k") == 3) == 8 and t.count(col("k").isin([3, 4])) == 16
+    assert t.count(col("k") == 5) == 8
+    assert loaded.secondary.covered[("value", "k")][1] is covered
+
+    # A new file, indexed incrementally: a new version, its coverage worked out anew.
+    pq.write_table(
+        pa.table({"k": pa.array([3] * 5, pa.int64()), "v": pa.array(np.arange(5))}), root / "f9.parquet"
+    )
+    t.sync()
+    t.build_index(progress=False)
+    assert t.count(col("k") == 3) == 13
+    fresh = t._load()
+    assert fresh is not loaded and len(fresh.secondary.covered[("value", "k")][1]) == 5
