@@ -65,7 +65,19 @@ class ColumnStats:
         answer = sources[0].contained(values)
         for source in sources[1:]:
             # Each source alone proves absence: a file any of them rules out cannot hold a value.
-            answer = pc.and_kleene(answer, source.contained(values))
+            # The next source is asked only about the files still open (probing costs per file).
+            open_ = np.flatnonzero(pc.fill_null(answer, True).to_numpy(zero_copy_only=False))
+            if not len(open_):
+                break
+            if len(open_) == len(answer):
+                answer = pc.and_kleene(answer, source.contained(values))
+                continue
+            sub = source.take(open_).contained(values)
+            said = np.ones(len(answer), dtype=bool)  # a closed file stays False: FALSE AND x
+            said[open_] = pc.fill_null(sub, True).to_numpy(zero_copy_only=False)
+            unknown = np.zeros(len(answer), dtype=bool)
+            unknown[open_] = pc.is_null(sub).to_numpy(zero_copy_only=False)
+            answer = pc.and_kleene(answer, pa.array(said, mask=unknown if unknown.any() else None))
         return answer
 
 

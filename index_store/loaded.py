@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_expr import BloomFilterSet, ColumnStats, Expression, FileStats
+from hudi_expr import BloomFilterSet, ColumnStats, Expression, FileStats, might_match
 from index_store.errors import IndexCorruptError, require_built
 from index_store.partitions import (
     LOAD_COLUMNS,
@@ -61,8 +61,11 @@ class SecondaryCache:
     # The global term dictionaries (``index_store.secondary.dictionary``), by (index type, column);
     # None: not read yet.
     dictionaries: dict[tuple[str, str], Any] | None = None
-    # Per (index type, column): the last candidate positions asked and which the dictionary covers.
-    covered: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # Per (index type, column): the manifest's facts aligned with the live files (``ColumnFacts``
+    # in ``index_store.secondary.api``): a query takes its candidates' rows of them.
+    facts: dict[tuple[str, str], Any] = field(default_factory=dict)
+    # Per (index type, column): the dictionary read and, per live file, whether it covers the file.
+    covered: dict[tuple[str, str], tuple[Any, np.ndarray]] = field(default_factory=dict)
 
 
 class LoadedVersion:
@@ -79,6 +82,8 @@ class LoadedVersion:
         self.row_count: pa.Array = self._files["row_count"].combine_chunks()
         self.schema_only = FileStats([], [], {}, snap.schema)  # what binding a predicate needs
         self.stats_made: dict[StatsKey, SourcedStats] = {}  # per query: every source's answer
+        # The last ``might_match`` mask handed on (``might_match``), with what it was computed of.
+        self._handed: tuple[Expression, FileStats, np.ndarray] | None = None
         self.columns: dict[str, ColumnStats] = {}
         self.blooms: dict[str, BloomFilterSet] = {}
         self.key_filters: KeyFilters | None = None
@@ -92,6 +97,21 @@ class LoadedVersion:
     @property
     def version(self) -> int:
         return self.snap.version
+
+    def might_match(self, bound: Expression, stats: FileStats, hand_on: bool = False) -> np.ndarray:
+        """``hudi_expr.might_match`` of ``bound`` over ``stats`` as a read-only numpy mask.
+        ``hand_on``: evaluate it and keep it for the next call without ``hand_on``, which takes it
+        if it asks the same of the same stats object: ``prune`` hands its mask on to the row
+        selection the SQL adapter makes next (one pruning per query; a mask is used at most twice,
+        and never by a later query's ``prune``)."""
+        handed, self._handed = self._handed, None
+        if not hand_on and handed is not None and handed[1] is stats and handed[0] == bound:
+            return handed[2]
+        mask = might_match(bound, stats).to_numpy(zero_copy_only=False)
+        mask.flags.writeable = False
+        if hand_on:
+            self._handed = (bound, stats, mask)
+        return mask
 
     def require_built(self, table: str) -> LoadedVersion:
         """This version, or ``IndexNotBuiltError`` when the index has none yet."""
@@ -161,7 +181,7 @@ class OnDisk:
     present: np.ndarray  # per indexed file: still on disk
     changed: np.ndarray  # per indexed file: size or modification time not what was indexed
     unknown: list[str]  # files on disk the index does not hold (table-relative)
-    _partition_values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _partition_values: list[dict[str, dict[str, Any]]] = field(default_factory=list)  # once made
 
     @property
     def total(self) -> int:
@@ -176,11 +196,11 @@ class OnDisk:
 
     def partition_values(self) -> dict[str, dict[str, Any]]:
         """Table-relative path -> partition values, of the files that have any."""
-        if not self._partition_values:
-            self._partition_values.update(
+        if not self._partition_values:  # made once: an unpartitioned table's is empty
+            self._partition_values.append(
                 {f.path: f.partition_values for f in self.listing.files if f.partition_values}
             )
-        return self._partition_values
+        return self._partition_values[0]
 
     @classmethod
     def compare(cls, listing: Listing, loaded: LoadedVersion) -> OnDisk:

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_expr import BindError, Expression, FileStats, Translation, all_match, explain, might_match
+from hudi_expr import BindError, Expression, FileStats, Translation, all_match, explain
 from hudi_expr.explain import Explanation
 from hudi_expr.inclusive import prepare
 from hudi_expr.stats import leaf_columns
@@ -397,7 +397,7 @@ class IndexedTable:
             bound = prepare(predicate, loaded.schema_only)
             sourced = self._sourced(bound.references(), True)
             stats = sourced.stats
-            mask = might_match(bound, stats)
+            mask = loaded.might_match(bound, stats, hand_on=True)  # for a row selection next
         except IndexCorruptError as exc:
             if on_corrupt != "keep_all":
                 raise
@@ -412,7 +412,7 @@ class IndexedTable:
             return sourced.removed_by(bound)
 
         whole = not reads_whole_files(self.reader)
-        kept = mask.to_numpy(zero_copy_only=False)
+        kept = mask.copy()
         if not verify_files:
             if whole:
                 kept = loaded.slice_groups().keep_whole(kept, None)
@@ -543,7 +543,7 @@ class IndexedTable:
         disk = self._on_disk(loaded)
         if by_stats:
             stats = self.stats(bound.references())
-            mask = might_match(bound, stats).to_numpy(zero_copy_only=False)
+            mask = loaded.might_match(bound, stats)  # the mask ``prune`` just made, if it did
             kept = disk.present & (mask | disk.changed)
             whole = all_match(bound, stats).to_numpy(zero_copy_only=False) & ~disk.changed
         else:

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_expr import And, BloomFilterSet, Expression, Predicate
+from hudi_expr import And, BloomFilterSet, ColumnStats, Expression, Predicate
 from hudi_expr.stats import leaf_columns
 from index_store.builder import top_field
 from index_store.commit import commit, writable
@@ -77,7 +77,14 @@ from index_store.timeline import Commit, IndexTimeline, Operation, Snapshot
 if TYPE_CHECKING:
     from index_store.loaded import Candidates, LoadedVersion
 
-__all__ = ["BuildStrategy", "DictionaryRows", "IndexStatus", "RowSelection", "SecondaryIndexes"]
+__all__ = [
+    "BuildStrategy",
+    "ColumnFacts",
+    "DictionaryRows",
+    "IndexStatus",
+    "RowSelection",
+    "SecondaryIndexes",
+]
 
 STAGING = ".staging"
 
@@ -542,6 +549,8 @@ class SecondaryIndexes:
             except IndexCorruptError as exc:
                 loaded.secondary.manifest = MANIFEST_SCHEMA.empty_table()  # as if none was built
                 loaded.secondary.by_column.clear()
+                loaded.secondary.facts.clear()
+                loaded.secondary.covered.clear()
                 loaded.secondary.manifest_error = exc
             if loaded.secondary.manifest_error is not None:
                 corrupt.append(loaded.secondary.manifest_error)
@@ -596,17 +605,15 @@ class SecondaryIndexes:
         loaded, bound, candidates = query.loaded, query.bound, query.candidates
         snap = loaded.snap
         planned = self._planned(loaded, bound)
-        changed = query.changed
-        cand_idx = pa.array(loaded.file_idx[candidates], pa.int64())
-        index_files: dict[tuple[str, str], list[str | None]] = {}
+        changed = np.asarray(query.changed, bool)
+        live: dict[tuple[str, str], ColumnFacts] = {}
+        has_file: dict[tuple[str, str], np.ndarray] = {}  # per candidate: a usable index file
         columns: dict[tuple[str, str], FileFacts] = {}
         n = query.row_counts.astype(np.float64)
         for p in {(p.kind, p.column) for p in planned.values()}:
-            rows = self._column_rows(loaded, p)
-            where = pc.index_in(cand_idx, value_set=rows["file_idx"])
-            files = rows["index_file"].take(where).to_pylist()
-            index_files[p] = [None if ch else f for f, ch in zip(files, changed, strict=True)]
-            columns[p] = _facts(loaded, p, rows.take(where), changed, n, candidates)
+            live[p] = self._column_facts(loaded, p)
+            has_file[p] = live[p].has_file[candidates] & ~changed
+            columns[p] = live[p].at(candidates, has_file[p], n)
         facts = {leaf: columns[(p.kind, p.column)] for leaf, p in planned.items()}
         absent = self._absent_keys(loaded, planned, candidates)
         key_schemas = self._key_schemas(snap.schema, planned)
@@ -623,18 +630,19 @@ class SecondaryIndexes:
             _first_hit_only(bound, planned, known, absent)
         # Index files the lookups open: per leaf, candidates with one its blooms do not rule out.
         looked = [
-            np.array(
-                [rel is not None and not (leaf in absent and absent[leaf][j])
-                 for j, rel in enumerate(index_files[(p.kind, p.column)])],
-                dtype=bool,
-            )
+            has_file[(p.kind, p.column)] & ~absent[leaf] if leaf in absent else has_file[(p.kind, p.column)]
             for leaf, p in planned.items()
-        ]  # fmt: skip
+        ]
         opened = max((int(m.sum()) for m in looked), default=0)
         lookups = (sum(int(m.sum()) for m in looked), sum(float(n[m].sum()) for m in looked))
         use, reconsider = _decide(bound, planned, facts, query, opened, lookups, absent, known)
         if not use.used and reconsider is None:
             return RowAnswer(None, use, tuple(dict_notes))
+        cand = pa.array(candidates, pa.int64())
+        index_files: dict[tuple[str, str], list[str | None]] = {
+            p: pc.if_else(pa.array(has_file[p]), f.index_file.take(cand), None).to_pylist()
+            for p, f in live.items()
+        }
         sizes = loaded.files["size"].to_numpy()[candidates].tolist()
         mtimes = loaded.files["mtime"].combine_chunks().take(pa.array(candidates)).to_pylist()
         expected = list(zip(query.paths, sizes, mtimes, strict=True))
@@ -689,6 +697,37 @@ class SecondaryIndexes:
             )
         return rows
 
+    def _column_facts(self, loaded: LoadedVersion, key: tuple[str, str]) -> ColumnFacts:
+        """The usable manifest's facts of one (index type, column) aligned with the version's live
+        files, worked out once per version (and again once column statistics are loaded)."""
+        stats = loaded.columns.get(key[1]) if key[0] == "value" else None
+        cached = loaded.secondary.facts.get(key)
+        if cached is not None and cached.stats is stats:
+            return cached
+        rows = self._column_rows(loaded, key)
+        where = pc.index_in(pa.array(loaded.file_idx, pa.int64()), value_set=rows["file_idx"])
+        mine = rows.take(where)
+
+        def counts(name: str) -> np.ndarray:
+            return pc.fill_null(mine[name], 0).to_numpy(zero_copy_only=False).astype(np.float64)
+
+        found = integer_bounds(stats.min, stats.max) if stats is not None else None
+        made = ColumnFacts(
+            key[0],
+            pc.is_valid(where).to_numpy(zero_copy_only=False),
+            mine["index_file"].combine_chunks(),
+            counts("row_count"),
+            counts("distinct"),
+            counts("null_rows"),
+            counts("pairs"),
+            counts("max_rows"),
+            found[0] if found is not None else None,
+            found[1] if found is not None else None,
+            stats,
+        )
+        loaded.secondary.facts[key] = made
+        return made
+
     @staticmethod
     def _key_schemas(schema: pa.Schema, planned: Mapping[Predicate, Any]) -> dict[tuple[str, str], pa.Schema]:
         return {
@@ -719,17 +758,13 @@ class SecondaryIndexes:
         self, loaded: LoadedVersion, column: tuple[str, str], d: Dictionary, candidates: np.ndarray
     ) -> np.ndarray:
         """Per candidate (positions into ``loaded``'s files): does ``d`` answer for its index file?
-        Kept per version for the last candidate set of each column (a count asks every live file)."""
+        Worked out for every live file once per version (and dictionary), then indexed."""
         last = loaded.secondary.covered.get(column)
-        if last is not None and np.array_equal(last[0], candidates):
-            return last[1]
-        rows = self._column_rows(loaded, column)
-        mine = rows.take(
-            pc.index_in(pa.array(loaded.file_idx[candidates], pa.int64()), value_set=rows["file_idx"])
-        )
-        found = d.covers(mine["file_idx"], mine["version"])
-        found.flags.writeable = False
-        loaded.secondary.covered[column] = (candidates.copy(), found)
+        if last is None or last[0] is not d:
+            rows = self._column_rows(loaded, column)
+            mine = rows.take(pc.index_in(pa.array(loaded.file_idx, pa.int64()), value_set=rows["file_idx"]))
+            last = loaded.secondary.covered[column] = (d, d.covers(mine["file_idx"], mine["version"]))
+        found: np.ndarray = last[1][candidates]
         return found
 
     def _dictionary_counts(
@@ -1051,38 +1086,38 @@ def _rows_of(path: str) -> int:
     return int(pq.ParquetFile(path).metadata.num_rows)
 
 
-def _facts(
-    loaded: LoadedVersion,
-    key: tuple[str, str],
-    rows: pa.Table,
-    changed: np.ndarray,
-    n: np.ndarray,
-    candidates: np.ndarray,
-) -> FileFacts:
-    """What the manifest (``rows``: one per candidate, null where it has no index file) and the
-    column statistics say about one indexed column of each candidate."""
+@dataclass(frozen=True)
+class ColumnFacts:
+    """What the usable manifest and the column statistics say about one indexed column of each
+    live file of a version (float arrays; 0 where a file has no usable index file), kept per
+    version: a query's ``FileFacts`` are its candidates' rows of them."""
 
-    def counts(name: str) -> np.ndarray:
-        return pc.fill_null(rows[name], 0).to_numpy(zero_copy_only=False).astype(np.float64)
+    kind: str
+    has_file: np.ndarray  # per live file: a usable index file (built for it as it is now)
+    index_file: pa.Array  # its path under the index root, null where none
+    rows: np.ndarray
+    distinct: np.ndarray
+    null_rows: np.ndarray
+    pairs: np.ndarray
+    max_rows: np.ndarray
+    low: np.ndarray | None  # the column's per-file min/max as integers (None: not known as such)
+    high: np.ndarray | None
+    stats: ColumnStats | None  # the statistics ``low``/``high`` came from
 
-    indexed = pc.is_valid(rows["file_idx"]).to_numpy(zero_copy_only=False) & ~np.asarray(changed, bool)
-    low = high = None
-    stats = loaded.columns.get(key[1])
-    if key[0] == "value" and stats is not None:
-        found = integer_bounds(stats.min.take(pa.array(candidates)), stats.max.take(pa.array(candidates)))
-        if found is not None:
-            low, high = found
-    return FileFacts(
-        key[0],
-        np.where(indexed, counts("row_count"), n),
-        counts("distinct"),
-        counts("null_rows"),
-        counts("pairs"),
-        counts("max_rows"),
-        indexed,
-        low,
-        high,
-    )
+    def at(self, candidates: np.ndarray, indexed: np.ndarray, n: np.ndarray) -> FileFacts:
+        """The candidates' facts; ``indexed``: those whose index file answers (not changed on
+        disk), ``n`` their row counts (a changed file's as on disk now)."""
+        return FileFacts(
+            self.kind,
+            np.where(indexed, self.rows[candidates], n),
+            self.distinct[candidates],
+            self.null_rows[candidates],
+            self.pairs[candidates],
+            self.max_rows[candidates],
+            indexed,
+            self.low[candidates] if self.low is not None else None,
+            self.high[candidates] if self.high is not None else None,
+        )
 
 
 def _decide(
@@ -1152,7 +1187,10 @@ def _decide(
     alone = "a plain scan" if choice.path == "scan" else "pruning by statistics and blooms alone"
     reason = f"{said}: {alone} is cheaper"
     refused = IndexUse(False, reason, n, choice.selected_upper, candidate_rows, named, choice=choice)
-    hopeful = choose(costs, work, expected, expected, lookups[0], lookups[1], exact)
+    # Where the bound is the expected count (the dictionary counted every candidate) the second
+    # opinion is the first.
+    same = np.array_equal(upper, expected)
+    hopeful = choice if same else choose(costs, work, expected, expected, lookups[0], lookups[1], exact)
     if hopeful.path != "index" or choice.lookup_ms > PROBE_SHARE * choice.pruning_ms:
         return refused, None  # not even the expected count would choose the index
 

@@ -12,6 +12,7 @@ import random
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from hudi_expr import (
@@ -181,3 +182,42 @@ def test_guarantees_hold_on_every_true_row_as_duckdb_says() -> None:
                 assert (value in values) == (g.kind == "in"), (str(expr), g, row)
             checked += 1
     assert checked > 100
+
+
+class CountingSets(ExactSets):
+    """``ExactSets`` that records how many files each ``contained`` was asked about."""
+
+    asked: list[int]
+
+    def __init__(self, sets: list[set[object] | None], asked: list[int]) -> None:
+        super().__init__(sets)
+        self.asked = asked
+
+    def take(self, indices: np.ndarray) -> CountingSets:
+        return CountingSets([self.sets[int(i)] for i in indices], self.asked)
+
+    def contained(self, values: pa.Array) -> pa.BooleanArray:
+        self.asked.append(len(self.sets))
+        return super().contained(values)
+
+
+def test_a_later_membership_source_is_asked_only_about_files_still_open() -> None:
+    rng = random.Random(5)
+    for _ in range(200):
+        n = rng.randint(1, 9)
+
+        def sets(n: int) -> list[set[object] | None]:
+            return [None if rng.random() < 0.25 else set(rng.sample(range(6), 2)) for _ in range(n)]
+
+        first, second, asked = sets(n), sets(n), []
+        rows = [{"file": f"f{i}", "row_count": 1, "stats": {"a": {}}} for i in range(n)]
+        stats = (
+            FileStats.from_pylist(rows, SCHEMA)
+            .with_membership("a", ExactSets(first))
+            .with_membership("a", CountingSets(second, asked))
+        )
+        values = pa.array(rng.sample(range(6), rng.randint(1, 2)), pa.int64())
+        whole = pc.and_kleene(ExactSets(first).contained(values), ExactSets(second).contained(values))
+        assert stats.contained("a", values).to_pylist() == whole.to_pylist()
+        still_open = sum(v is not False for v in ExactSets(first).contained(values).to_pylist())
+        assert asked == ([still_open] if still_open else [])
