@@ -101,22 +101,12 @@ def entries_by_file(
     entry_codes = file_code[starts] - entry_file * ranks
     entry_keys = _keys_at(distinct, entry_codes)
     counts = np.diff(np.append(starts, len(pairs))).astype(np.uint32)
-    # Per file: its entries [first[f], first[f + 1]) and its pairs from starts[first[f]].
+    # One table of every file's entries, cut into a slice per file: its entries [first[f], first[f + 1]).
+    table = _entries(
+        entry_keys, counts, starts, rows_sorted, np.asarray(row_counts, dtype=np.int64)[entry_file]
+    )
     first = np.searchsorted(entry_file, np.arange(len(row_counts) + 1))
-    out = []
-    for f, row_count in enumerate(row_counts):
-        a, b = int(first[f]), int(first[f + 1])
-        lo = int(starts[a]) if a < len(starts) else len(pairs)
-        out.append(
-            _entries(
-                entry_keys[a:b],
-                counts[a:b],
-                starts[a:b] - lo,
-                rows_sorted[lo : lo + int(counts[a:b].sum())],
-                row_count,
-            )
-        )
-    return out
+    return [table.slice(a, b - a) for a, b in itertools.pairwise(first.tolist())]
 
 
 def _keys_at(distinct: pa.Array, codes: np.ndarray) -> pa.Array:
@@ -130,27 +120,23 @@ def _keys_at(distinct: pa.Array, codes: np.ndarray) -> pa.Array:
 
 
 def _entries(
-    keys: pa.Array, counts: np.ndarray, starts: np.ndarray, rows: np.ndarray, row_count: int
+    keys: pa.Array, counts: np.ndarray, starts: np.ndarray, rows: np.ndarray, row_counts: np.ndarray
 ) -> pa.Table:
-    """One file's entries table from its sorted entries and their rows (``rows[starts[i]:]``)."""
-    n = len(rows)
-    dense = is_dense(counts.astype(np.int64), row_count)
-    offsets = np.append(starts, n).astype(np.int32)
+    """The entries table of sorted entries and their rows (entry i's at ``rows[starts[i]:]``), entry
+    i of a file of ``row_counts[i]`` rows."""
+    dense = is_dense(counts.astype(np.int64), row_counts)
+    offsets = np.append(starts, len(rows)).astype(np.int32)
     lists = pa.ListArray.from_arrays(pa.array(offsets), pa.array(rows, pa.uint32()))
-    bitmaps: list[bytes | None] = [None] * len(starts)
     if dense.any():
         # Dense entries are few per file (each covers a quarter of its rows or more).
+        bitmaps: list[bytes | None] = [None] * len(starts)
         for i in np.flatnonzero(dense):
-            bitmaps[i] = encode_bitmap(rows[starts[i] : starts[i] + counts[i]], row_count)
+            bitmaps[i] = encode_bitmap(rows[starts[i] : starts[i] + counts[i]], int(row_counts[i]))
         lists = pc.if_else(pa.array(~dense), lists, pa.nulls(len(starts), lists.type))
-    return pa.table(
-        {
-            "key": keys,
-            "count": pa.array(counts, pa.uint32()),
-            "rows": lists,
-            "bitmap": pa.array(bitmaps, pa.binary()),
-        }
-    )
+        bitmap = pa.array(bitmaps, pa.binary())
+    else:
+        bitmap = pa.nulls(len(starts), pa.binary())
+    return pa.table({"key": keys, "count": pa.array(counts, pa.uint32()), "rows": lists, "bitmap": bitmap})
 
 
 def _ranked_codes(keys: pa.Array) -> tuple[np.ndarray, pa.Array]:
