@@ -83,12 +83,17 @@ def entries_by_file(
     all the files' pairs: a file's entries are the same as ``entries_of`` its pairs alone."""
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks() if keys.num_chunks else pa.array([], keys.type)
-    codes, distinct = _ranked_codes(keys)
     rows = np.asarray(rows, dtype=np.int64)
     # One int64 per pair, (file, key rank, row): a numeric sort orders each file's pairs by key,
     # then row, without comparing the keys themselves (strings compare slowly); nulls rank last.
     span = max(max(row_counts, default=1), int(rows.max()) + 1 if len(rows) else 0, 1)
-    ranks = len(distinct) + 1
+    offset = _integer_offsets(keys, len(row_counts) * span)
+    if offset is not None:  # small integers rank by their value: no dictionary, no sort of keys
+        codes, low, ranks = offset
+        distinct = None
+    else:
+        codes, distinct = _ranked_codes(keys)
+        ranks = len(distinct) + 1
     if len(row_counts) * ranks * span >= 2**63:
         raise ValueError("too many files, keys and rows for one batch: index fewer files at once")
     pairs = np.sort((np.asarray(files, dtype=np.int64) * ranks + codes) * span + rows)
@@ -99,7 +104,10 @@ def entries_by_file(
     starts = np.flatnonzero(np.diff(file_code, prepend=-1)).astype(np.int64)
     entry_file = file_code[starts] // ranks
     entry_codes = file_code[starts] - entry_file * ranks
-    entry_keys = _keys_at(distinct, entry_codes)
+    if distinct is None:
+        entry_keys = pa.array(entry_codes + low, mask=entry_codes == ranks - 1).cast(keys.type)
+    else:
+        entry_keys = _keys_at(distinct, entry_codes)
     counts = np.diff(np.append(starts, len(pairs))).astype(np.uint32)
     # One table of every file's entries, cut into a slice per file: its entries [first[f], first[f + 1]).
     table = _entries(
@@ -137,6 +145,24 @@ def _entries(
     else:
         bitmap = pa.nulls(len(starts), pa.binary())
     return pa.table({"key": keys, "count": pa.array(counts, pa.uint32()), "rows": lists, "bitmap": bitmap})
+
+
+def _integer_offsets(keys: pa.Array, positions: int) -> tuple[np.ndarray, int, int] | None:
+    """For integer keys whose range times ``positions`` fits an int64: per key its offset from
+    the least key (a null: one past the greatest), the least key, and the number of offsets; None
+    for other keys (``_ranked_codes`` ranks those)."""
+    t = keys.type
+    if not pa.types.is_integer(t) or pa.types.is_uint64(t) or keys.null_count == len(keys):
+        return None
+    bounds = pc.min_max(keys)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    ranks = high - low + 2  # every value in [low, high], and null
+    if positions * ranks >= 2**63:
+        return None
+    codes = np.asarray(keys.fill_null(low).to_numpy(), dtype=np.int64) - low
+    if keys.null_count:
+        codes[keys.is_null().to_numpy(zero_copy_only=False)] = ranks - 1
+    return codes, low, ranks
 
 
 def _ranked_codes(keys: pa.Array) -> tuple[np.ndarray, pa.Array]:
