@@ -20,11 +20,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from hudi_expr.bloom import hash_keys
 from index_store.builder import _column, _open_parquet, _parallel, _show, _workers, top_field
 from index_store.errors import IndexStaleError
 from index_store.partitions.secondary import MANIFEST_SCHEMA
-from index_store.secondary.format import FileInfo, entries_by_file, index_file_bytes
+from index_store.secondary.format import FileInfo, bloom_filters, entries_by_file, index_file_bytes
 from index_store.secondary.kinds import index_kind
 
 __all__ = [
@@ -97,7 +96,7 @@ def _index_files(
     ``dictionary.fresh_entries`` would read them back from the files."""
     tables = [_read_task(table_root, task) for task in tasks]
     blocks: list[dict[str, pa.Table]] = [{} for _ in tasks]
-    key_hashes: list[dict[str, tuple[np.ndarray, np.ndarray]]] = [{} for _ in tasks]
+    blooms: list[dict[str, bytes]] = [{} for _ in tasks]
     dictionary: dict[ColumnKey, pa.Table] = {}
     # Tasks of one index type and column share a key type: one batch of pairs per such group.
     groups: dict[tuple[str, str, pa.DataType], list[int]] = {}
@@ -122,13 +121,10 @@ def _index_files(
         entries = entries_by_file(
             _key_typed(keys, key_type), files, rows - starts[files], [tasks[i].row_count for i in members]
         )
-        # The bloom filters' hashes of every file's keys at once (each file's filter is its own).
-        non_null = [block["key"].drop_null() for block in entries]
-        h1, h2 = hash_keys(pa.chunked_array([c for k in non_null for c in k.chunks], key_type))
-        ends = np.cumsum([len(k) for k in non_null])
-        for i, block, end, n in zip(members, entries, ends, (len(k) for k in non_null), strict=True):
+        # Every file's bloom filter at once (each file's filter is its own).
+        for i, block, bloom in zip(members, entries, bloom_filters(entries), strict=True):
             blocks[i][column] = block
-            key_hashes[i][column] = (h1[end - n : end], h2[end - n : end])
+            blooms[i][column] = bloom
         # (Chunks, not ChunkedArrays, to pa.chunked_array: those it converts value by value.)
         part = pa.table(
             {
@@ -145,9 +141,9 @@ def _index_files(
             else part
         )
     out = []
-    for task, per_column, hashes in zip(tasks, blocks, key_hashes, strict=True):
+    for task, per_column, filters in zip(tasks, blocks, blooms, strict=True):
         info = FileInfo(task.path, task.size, task.mtime_ns, task.row_count)
-        out.append(index_file_bytes(task.kind, info, {c: per_column[c] for c in task.columns}, hashes))
+        out.append(index_file_bytes(task.kind, info, {c: per_column[c] for c in task.columns}, filters))
     return out, dictionary
 
 

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudi_expr import BloomFilter, Expression, FileStats, In, Reference, might_match
+from hudi_expr.bloom import hash_keys, serialized_filters
 from index_store.errors import IndexCorruptError
 from index_store.partitions.secondary_dict import sorted_key_encoding
 from index_store.secondary.rowsets import encode_bitmap, is_dense, mask_of
@@ -36,6 +37,7 @@ __all__ = [
     "ROW_GROUP_ENTRIES",
     "FileInfo",
     "IndexFile",
+    "bloom_filters",
     "entries_by_file",
     "entries_of",
     "index_file_bytes",
@@ -188,12 +190,12 @@ def index_file_bytes(
     kind: str,
     info: FileInfo,
     blocks: Mapping[str, pa.Table],
-    key_hashes: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+    blooms: Mapping[str, bytes] | None = None,
 ) -> tuple[bytes, dict[str, dict[str, Any]]]:
     """The content of one index file (``blocks`` maps each indexed column to its entries), and per
     column its entry counts (distinct keys, rows with a null, (key, row) pairs, most rows of a
     key) and a bloom filter of its distinct keys (``bloom``, serialized), for the manifest.
-    ``key_hashes`` may give a column's ``hash_keys`` of its non-null entry keys, computed already."""
+    ``blooms`` may give a column's bloom filter, computed already (``bloom_filters``)."""
     key_fields = [pa.field(c, block.schema.field("key").type) for c, block in blocks.items()]
     schema = pa.schema(key_fields + _FIXED)
     layout: dict[str, list[int]] = {}
@@ -240,7 +242,7 @@ def index_file_bytes(
                 "null_rows": null_rows,
                 "pairs": int(count.sum()),
                 "max_rows": int(count.max()) if len(count) else 0,
-                "bloom": _bloom_of(block["key"].drop_null(), (key_hashes or {}).get(column)),
+                "bloom": (blooms or {}).get(column) or _bloom_of(block["key"].drop_null()),
             }
         writer.add_key_value_metadata(
             {
@@ -286,14 +288,29 @@ def _row_group_cuts(counts: np.ndarray) -> list[int]:
     return cuts if len(cuts) > 1 else [0, 0]
 
 
-def _bloom_of(keys: pa.Array, hashes: tuple[np.ndarray, np.ndarray] | None = None) -> bytes:
+def _bloom_of(keys: pa.Array) -> bytes:
     """A bloom filter of a file's distinct keys: lets a lookup skip index files without the key."""
     bloom = BloomFilter.for_entries(max(len(keys), 1), BLOOM_FPP)
-    if hashes is not None:
-        bloom.add_hashes(*hashes)
-    elif len(keys):
+    if len(keys):
         bloom.add_all(keys, type=keys.type)
     return bloom.to_bytes()
+
+
+def bloom_filters(blocks: Sequence[pa.Table]) -> list[bytes]:
+    """``_bloom_of`` each entries table's keys (of one type), the keys hashed in one array (a
+    call per small file cost more than the hashing) and the filters filled together."""
+    if not blocks:
+        return []
+    keys = pa.chunked_array([c for b in blocks for c in b["key"].chunks], blocks[0].schema.field("key").type)
+    h1, h2 = hash_keys(keys.combine_chunks() if keys.num_chunks > 1 else keys)
+    valid = (
+        np.ones(len(h1), dtype=bool)
+        if keys.null_count == 0
+        else keys.is_valid().to_numpy(zero_copy_only=False)
+    )
+    # Without the null entries, each file's keys are still one run, in order.
+    runs = [len(b) - b["key"].null_count for b in blocks]
+    return serialized_filters(h1[valid], h2[valid], runs, BLOOM_FPP)
 
 
 class IndexFile:
