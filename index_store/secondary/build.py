@@ -8,6 +8,7 @@ build runs it on a thread pool, since pyarrow releases the GIL while it reads an
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import re
 import sys
@@ -23,7 +24,7 @@ import pyarrow as pa
 from index_store.builder import _column, _open_parquet, _parallel, _show, top_field
 from index_store.errors import IndexStaleError
 from index_store.partitions.secondary import MANIFEST_SCHEMA
-from index_store.secondary.format import FileInfo, bloom_filters, entries_by_file, index_file_bytes
+from index_store.secondary.format import FileInfo, bloom_filters, entries_batch, index_file_bytes
 from index_store.secondary.kinds import index_kind
 
 __all__ = [
@@ -118,11 +119,12 @@ def _index_files(
         keys, rows = kind.pairs(_concat(columns, data_type))
         rows = np.asarray(rows, dtype=np.int64)
         files = np.searchsorted(starts, rows, side="right") - 1
-        entries = entries_by_file(
+        batch, bounds = entries_batch(
             _key_typed(keys, key_type), files, rows - starts[files], [tasks[i].row_count for i in members]
         )
+        entries = [batch.slice(a, b - a) for a, b in itertools.pairwise(bounds)]
         # Every file's bloom filter at once (each file's filter is its own).
-        for i, block, bloom in zip(members, entries, bloom_filters(entries), strict=True):
+        for i, block, bloom in zip(members, entries, bloom_filters(batch["key"], bounds), strict=True):
             blocks[i][column] = block
             blooms[i][column] = bloom
         # (Chunks, not ChunkedArrays, to pa.chunked_array: those it converts value by value.)

@@ -38,6 +38,7 @@ __all__ = [
     "FileInfo",
     "IndexFile",
     "bloom_filters",
+    "entries_batch",
     "entries_by_file",
     "entries_of",
     "index_file_bytes",
@@ -83,6 +84,15 @@ def entries_by_file(
     """``entries_of`` of several files at once: pair i belongs to file ``files[i]`` (an index
     into ``row_counts``). One dictionary, one sort of the distinct keys and one integer sort for
     all the files' pairs: a file's entries are the same as ``entries_of`` its pairs alone."""
+    table, bounds = entries_batch(keys, files, rows, row_counts)
+    return [table.slice(a, b - a) for a, b in itertools.pairwise(bounds)]
+
+
+def entries_batch(
+    keys: pa.Array | pa.ChunkedArray, files: np.ndarray, rows: np.ndarray, row_counts: Sequence[int]
+) -> tuple[pa.Table, list[int]]:
+    """``entries_by_file`` as one table (one chunk) holding every file's entries in file order,
+    and the bounds of each file's: file f's are rows ``[bounds[f], bounds[f + 1])``."""
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks() if keys.num_chunks else pa.array([], keys.type)
     rows = np.asarray(rows, dtype=np.int64)
@@ -111,12 +121,10 @@ def entries_by_file(
     else:
         entry_keys = _keys_at(distinct, entry_codes)
     counts = np.diff(np.append(starts, len(pairs))).astype(np.uint32)
-    # One table of every file's entries, cut into a slice per file: its entries [first[f], first[f + 1]).
     table = _entries(
         entry_keys, counts, starts, rows_sorted, np.asarray(row_counts, dtype=np.int64)[entry_file]
     )
-    first = np.searchsorted(entry_file, np.arange(len(row_counts) + 1))
-    return [table.slice(a, b - a) for a, b in itertools.pairwise(first.tolist())]
+    return table, np.searchsorted(entry_file, np.arange(len(row_counts) + 1)).tolist()
 
 
 def _keys_at(distinct: pa.Array, codes: np.ndarray) -> pa.Array:
@@ -296,21 +304,20 @@ def _bloom_of(keys: pa.Array) -> bytes:
     return bloom.to_bytes()
 
 
-def bloom_filters(blocks: Sequence[pa.Table]) -> list[bytes]:
-    """``_bloom_of`` each entries table's keys (of one type), the keys hashed in one array (a
-    call per small file cost more than the hashing) and the filters filled together."""
-    if not blocks:
-        return []
-    keys = pa.chunked_array([c for b in blocks for c in b["key"].chunks], blocks[0].schema.field("key").type)
-    h1, h2 = hash_keys(keys.combine_chunks() if keys.num_chunks > 1 else keys)
-    valid = (
-        np.ones(len(h1), dtype=bool)
-        if keys.null_count == 0
-        else keys.is_valid().to_numpy(zero_copy_only=False)
-    )
-    # Without the null entries, each file's keys are still one run, in order.
-    runs = [len(b) - b["key"].null_count for b in blocks]
-    return serialized_filters(h1[valid], h2[valid], runs, BLOOM_FPP)
+def bloom_filters(keys: pa.Array | pa.ChunkedArray, bounds: Sequence[int]) -> list[bytes]:
+    """``_bloom_of`` the keys of each file of a batch (``entries_batch``: file f's keys are
+    ``keys[bounds[f]:bounds[f + 1]]``): the keys hashed in one call (a call per small file cost
+    more than the hashing) and the filters filled together."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks() if keys.num_chunks != 1 else keys.chunk(0)
+    h1, h2 = hash_keys(keys)
+    if keys.null_count:
+        valid = keys.is_valid().to_numpy(zero_copy_only=False)
+        h1, h2 = h1[valid], h2[valid]
+        ends = np.concatenate([[0], np.cumsum(valid)])[np.asarray(bounds)]
+    else:
+        ends = np.asarray(bounds)
+    return serialized_filters(h1, h2, np.diff(ends).tolist(), BLOOM_FPP)
 
 
 class IndexFile:
