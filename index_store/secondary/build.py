@@ -20,8 +20,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
-from index_store.builder import _column, _open_parquet, _parallel, _show, top_field
+from index_store.builder import _column, _parallel, _show, top_field
+from index_store.data_files import reading_data_file
 from index_store.errors import IndexStaleError
 from index_store.partitions.secondary import MANIFEST_SCHEMA
 from index_store.secondary.format import FileInfo, bloom_filters, entries_batch, index_file_bytes
@@ -151,7 +153,11 @@ def _index_files(
 
 def _read_task(table_root: str, task: FileTask) -> pa.Table:
     """The top-level fields of one base file holding the task's columns (checked unchanged)."""
-    pf = _open_parquet(os.path.join(table_root, task.path))
+    path = os.path.join(table_root, task.path)
+    with reading_data_file(path, doing="indexing", then="run sync again"):
+        # No pre-buffering: for one column of a small file its I/O threads measured 10-20% more
+        # CPU than plain reads (neutral on large files).
+        pf = pq.ParquetFile(path, pre_buffer=False)
     if pf.metadata.num_rows != task.row_count:
         raise IndexStaleError(
             table_root, f"{task.path} has {pf.metadata.num_rows} rows, the index says {task.row_count}"
