@@ -11,6 +11,7 @@ Nulls: ``add_all`` ignores null keys and ``might_contain`` answers False for the
 
 from __future__ import annotations
 
+import itertools
 import math
 import struct
 from collections.abc import Iterable, Sequence
@@ -23,7 +24,7 @@ from bitarray import bitarray
 from hudi_expr._murmur3 import hash_binary, hash_words
 from hudi_expr.errors import HudiExprError
 
-__all__ = ["BloomFilter", "BloomFilterFormatError", "BloomFilterSet", "hash_keys"]
+__all__ = ["BloomFilter", "BloomFilterFormatError", "BloomFilterSet", "hash_keys", "serialized_filters"]
 
 _CANONICAL_NAN = np.uint64(0x7FF8000000000000)
 _MS_PER_DAY = 86_400_000
@@ -175,10 +176,7 @@ class BloomFilter:
             raise ValueError(f"expected_entries must be >= 1, got {expected_entries}")
         if not 0.0 < fpp < 1.0:
             raise ValueError(f"fpp must be in (0, 1), got {fpp}")
-        bits = math.ceil(-expected_entries * math.log(fpp) / math.log(2) ** 2)
-        bits = -(-bits // 64) * 64
-        hashes = max(1, round(bits / expected_entries * math.log(2)))
-        return cls(bits, min(hashes, _MAX_HASHES))
+        return cls(*_shape(expected_entries, fpp))
 
     @property
     def num_bits(self) -> int:
@@ -289,6 +287,66 @@ class BloomFilter:
     def __repr__(self) -> str:
         fill = self._bits.count(1) / self.num_bits
         return f"BloomFilter(num_bits={self.num_bits}, num_hashes={self._num_hashes}, fill={fill:.4f})"
+
+
+def _shape(expected_entries: int, fpp: float) -> tuple[int, int]:
+    """``(num_bits, num_hashes)`` of ``BloomFilter.for_entries``."""
+    bits = math.ceil(-expected_entries * math.log(fpp) / math.log(2) ** 2)
+    bits = -(-bits // 64) * 64
+    hashes = max(1, round(bits / expected_entries * math.log(2)))
+    return bits, min(hashes, _MAX_HASHES)
+
+
+# Filters whose bits together stay below this many are filled in one pass (a bool per bit: about
+# a CPU's L2 cache; one pass over bigger arrays measured slower than a filter at a time).
+_PASS_BITS = 1 << 18
+
+
+def serialized_filters(h1: np.ndarray, h2: np.ndarray, counts: Sequence[int], fpp: float) -> list[bytes]:
+    """``to_bytes`` of one filter per run of keys: run i is the next ``counts[i]`` of the hashes
+    ``(h1, h2)`` and its filter is ``for_entries(max(counts[i], 1), fpp)`` holding them. The same
+    bytes as building each filter alone; many small filters are filled in one vectorized pass (a
+    filter of a few keys otherwise costs more in numpy calls than in work)."""
+    if not 0.0 < fpp < 1.0:
+        raise ValueError(f"fpp must be in (0, 1), got {fpp}")
+    counts_ = np.asarray(counts, dtype=np.int64)
+    if int(counts_.sum()) != len(h1) or len(h2) != len(h1):
+        raise ValueError(f"{len(h1)} hashes for runs of {int(counts_.sum())} keys")
+    shapes = np.array([_shape(max(int(c), 1), fpp) for c in counts_], dtype=np.int64).reshape(-1, 2)
+    bits, hashes = shapes[:, 0], shapes[:, 1]
+    bit_start = np.concatenate([[0], np.cumsum(bits)])
+    key_start = np.concatenate([[0], np.cumsum(counts_)])
+    # Consecutive runs starting in one window of _PASS_BITS bits share a pass.
+    window = bit_start[:-1] // _PASS_BITS
+    cuts = np.flatnonzero(np.diff(window, prepend=-1, append=-2)).tolist()
+    out: list[bytes] = []
+    for a, b in itertools.pairwise(cuts):
+        lo, hi = int(key_start[a]), int(key_start[b])
+        x1, x2 = h1[lo:hi], h2[lo:hi]
+        m: np.ndarray | np.uint64
+        base: np.ndarray | np.uint64
+        if b - a == 1:  # one filter: its size and offset are scalars
+            m, base, k = np.uint64(bits[a]), np.uint64(0), np.full(hi - lo, hashes[a])
+        else:
+            run = np.repeat(np.arange(a, b), counts_[a:b])
+            m, base, k = (
+                bits.astype(np.uint64)[run],
+                (bit_start[run] - bit_start[a]).astype(np.uint64),
+                hashes[run],
+            )
+        dense = np.zeros(int(bit_start[b] - bit_start[a]), dtype=bool)
+        for i in range(int(hashes[a:b].max())):
+            take = k > i
+            if take.all():
+                dense[(x1 + np.uint64(i) * x2) % m + base] = True
+            else:
+                dense[(x1[take] + np.uint64(i) * x2[take]) % m[take] + base[take]] = True  # type: ignore[index]
+        packed = np.packbits(dense, bitorder="little").tobytes()
+        for r in range(a, b):
+            at = int(bit_start[r] - bit_start[a]) // 8
+            header = _HEADER.pack(_MAGIC, _VERSION, int(hashes[r]), int(bits[r]))
+            out.append(header + packed[at : at + int(bits[r]) // 8])
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

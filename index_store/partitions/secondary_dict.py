@@ -93,8 +93,7 @@ def sorted_key_encoding(key_type: pa.DataType) -> str | None:
 def write_dictionary(root: Path, entries: pa.Table, meta: DictionaryMeta) -> str:
     """Write ``entries`` (``key``, ``file_idx``, ``rows``), sorted here, as a new dictionary file
     durably; returns its path relative to ``root``."""
-    order = pc.sort_indices(entries, sort_keys=[("key", "ascending", "at_end"), ("file_idx", "ascending")])
-    table = entries.take(order).cast(dictionary_schema(entries.schema.field("key").type))
+    table = entries.take(_sort_order(entries)).cast(dictionary_schema(entries.schema.field("key").type))
     rel = f"{DICTIONARY}/{uuid.uuid4().hex}{INDEX_FILE_SUFFIX}"
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -126,6 +125,16 @@ def write_dictionary(root: Path, entries: pa.Table, meta: DictionaryMeta) -> str
         f.flush()
         os.fsync(f.fileno())
     return rel
+
+
+def _sort_order(entries: pa.Table) -> pa.Array | np.ndarray:
+    """The order sorting ``entries`` by key, nulls last, then ``file_idx``: integer keys by numpy's
+    ``lexsort`` (a build's entries come in a chunk per file, which arrow's sort measured 3x slower
+    on than on one; numpy's took another third off), others by arrow."""
+    key = entries["key"]
+    if key.null_count == 0 and pa.types.is_integer(key.type) and len(entries):
+        return np.lexsort((entries["file_idx"].to_numpy(), key.to_numpy()))
+    return pc.sort_indices(entries, sort_keys=[("key", "ascending", "at_end"), ("file_idx", "ascending")])
 
 
 def read_dictionary_meta(pf: pq.ParquetFile, path: Path) -> DictionaryMeta:

@@ -8,6 +8,7 @@ build runs it on a thread pool, since pyarrow releases the GIL while it reads an
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import re
 import sys
@@ -19,12 +20,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
-from hudi_expr.bloom import hash_keys
-from index_store.builder import _column, _open_parquet, _parallel, _show, _workers, top_field
+from index_store.builder import _column, _parallel, _show, top_field
+from index_store.data_files import reading_data_file
 from index_store.errors import IndexStaleError
 from index_store.partitions.secondary import MANIFEST_SCHEMA
-from index_store.secondary.format import FileInfo, entries_by_file, index_file_bytes
+from index_store.secondary.format import FileInfo, bloom_filters, entries_batch, index_file_bytes
 from index_store.secondary.kinds import index_kind
 
 __all__ = [
@@ -97,7 +99,7 @@ def _index_files(
     ``dictionary.fresh_entries`` would read them back from the files."""
     tables = [_read_task(table_root, task) for task in tasks]
     blocks: list[dict[str, pa.Table]] = [{} for _ in tasks]
-    key_hashes: list[dict[str, tuple[np.ndarray, np.ndarray]]] = [{} for _ in tasks]
+    blooms: list[dict[str, bytes]] = [{} for _ in tasks]
     dictionary: dict[ColumnKey, pa.Table] = {}
     # Tasks of one index type and column share a key type: one batch of pairs per such group.
     groups: dict[tuple[str, str, pa.DataType], list[int]] = {}
@@ -119,16 +121,14 @@ def _index_files(
         keys, rows = kind.pairs(_concat(columns, data_type))
         rows = np.asarray(rows, dtype=np.int64)
         files = np.searchsorted(starts, rows, side="right") - 1
-        entries = entries_by_file(
+        batch, bounds = entries_batch(
             _key_typed(keys, key_type), files, rows - starts[files], [tasks[i].row_count for i in members]
         )
-        # The bloom filters' hashes of every file's keys at once (each file's filter is its own).
-        non_null = [block["key"].drop_null() for block in entries]
-        h1, h2 = hash_keys(pa.chunked_array([c for k in non_null for c in k.chunks], key_type))
-        ends = np.cumsum([len(k) for k in non_null])
-        for i, block, end, n in zip(members, entries, ends, (len(k) for k in non_null), strict=True):
+        entries = [batch.slice(a, b - a) for a, b in itertools.pairwise(bounds)]
+        # Every file's bloom filter at once (each file's filter is its own).
+        for i, block, bloom in zip(members, entries, bloom_filters(batch["key"], bounds), strict=True):
             blocks[i][column] = block
-            key_hashes[i][column] = (h1[end - n : end], h2[end - n : end])
+            blooms[i][column] = bloom
         # (Chunks, not ChunkedArrays, to pa.chunked_array: those it converts value by value.)
         part = pa.table(
             {
@@ -145,15 +145,19 @@ def _index_files(
             else part
         )
     out = []
-    for task, per_column, hashes in zip(tasks, blocks, key_hashes, strict=True):
+    for task, per_column, filters in zip(tasks, blocks, blooms, strict=True):
         info = FileInfo(task.path, task.size, task.mtime_ns, task.row_count)
-        out.append(index_file_bytes(task.kind, info, {c: per_column[c] for c in task.columns}, hashes))
+        out.append(index_file_bytes(task.kind, info, {c: per_column[c] for c in task.columns}, filters))
     return out, dictionary
 
 
 def _read_task(table_root: str, task: FileTask) -> pa.Table:
     """The top-level fields of one base file holding the task's columns (checked unchanged)."""
-    pf = _open_parquet(os.path.join(table_root, task.path))
+    path = os.path.join(table_root, task.path)
+    with reading_data_file(path, doing="indexing", then="run sync again"):
+        # No pre-buffering: for one column of a small file its I/O threads measured 10-20% more
+        # CPU than plain reads (neutral on large files).
+        pf = pq.ParquetFile(path, pre_buffer=False)
     if pf.metadata.num_rows != task.row_count:
         raise IndexStaleError(
             table_root, f"{task.path} has {pf.metadata.num_rows} rows, the index says {task.row_count}"
@@ -228,7 +232,9 @@ def build_files(
         return [counts for _, counts in results], dictionary
 
     index_root.mkdir(parents=True, exist_ok=True)
-    n_workers = _workers(workers)
+    # A thread per core by default: the batches hold the GIL part of the time, and twice as many
+    # threads as cores measured 8-37% more CPU for no shorter build (200 small files, 2 cores).
+    n_workers = workers or os.cpu_count() or 2
     batches = _batches(list(zip(tasks, rels, strict=True)), n_workers)
     done = _parallel(one, batches, n_workers, _show(progress), "building secondary index (batches)")
     sync_files(index_root, [staged_path(index_root, rel) for rel in rels])

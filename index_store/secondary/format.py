@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudi_expr import BloomFilter, Expression, FileStats, In, Reference, might_match
+from hudi_expr.bloom import hash_keys, serialized_filters
 from index_store.errors import IndexCorruptError
 from index_store.partitions.secondary_dict import sorted_key_encoding
 from index_store.secondary.rowsets import encode_bitmap, is_dense, mask_of
@@ -36,6 +37,8 @@ __all__ = [
     "ROW_GROUP_ENTRIES",
     "FileInfo",
     "IndexFile",
+    "bloom_filters",
+    "entries_batch",
     "entries_by_file",
     "entries_of",
     "index_file_bytes",
@@ -81,14 +84,28 @@ def entries_by_file(
     """``entries_of`` of several files at once: pair i belongs to file ``files[i]`` (an index
     into ``row_counts``). One dictionary, one sort of the distinct keys and one integer sort for
     all the files' pairs: a file's entries are the same as ``entries_of`` its pairs alone."""
+    table, bounds = entries_batch(keys, files, rows, row_counts)
+    return [table.slice(a, b - a) for a, b in itertools.pairwise(bounds)]
+
+
+def entries_batch(
+    keys: pa.Array | pa.ChunkedArray, files: np.ndarray, rows: np.ndarray, row_counts: Sequence[int]
+) -> tuple[pa.Table, list[int]]:
+    """``entries_by_file`` as one table (one chunk) holding every file's entries in file order,
+    and the bounds of each file's: file f's are rows ``[bounds[f], bounds[f + 1])``."""
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks() if keys.num_chunks else pa.array([], keys.type)
-    codes, distinct = _ranked_codes(keys)
     rows = np.asarray(rows, dtype=np.int64)
     # One int64 per pair, (file, key rank, row): a numeric sort orders each file's pairs by key,
     # then row, without comparing the keys themselves (strings compare slowly); nulls rank last.
     span = max(max(row_counts, default=1), int(rows.max()) + 1 if len(rows) else 0, 1)
-    ranks = len(distinct) + 1
+    offset = _integer_offsets(keys, len(row_counts) * span)
+    if offset is not None:  # small integers rank by their value: no dictionary, no sort of keys
+        codes, low, ranks = offset
+        distinct = None
+    else:
+        codes, distinct = _ranked_codes(keys)
+        ranks = len(distinct) + 1
     if len(row_counts) * ranks * span >= 2**63:
         raise ValueError("too many files, keys and rows for one batch: index fewer files at once")
     pairs = np.sort((np.asarray(files, dtype=np.int64) * ranks + codes) * span + rows)
@@ -99,24 +116,15 @@ def entries_by_file(
     starts = np.flatnonzero(np.diff(file_code, prepend=-1)).astype(np.int64)
     entry_file = file_code[starts] // ranks
     entry_codes = file_code[starts] - entry_file * ranks
-    entry_keys = _keys_at(distinct, entry_codes)
+    if distinct is None:
+        entry_keys = pa.array(entry_codes + low, mask=entry_codes == ranks - 1).cast(keys.type)
+    else:
+        entry_keys = _keys_at(distinct, entry_codes)
     counts = np.diff(np.append(starts, len(pairs))).astype(np.uint32)
-    # Per file: its entries [first[f], first[f + 1]) and its pairs from starts[first[f]].
-    first = np.searchsorted(entry_file, np.arange(len(row_counts) + 1))
-    out = []
-    for f, row_count in enumerate(row_counts):
-        a, b = int(first[f]), int(first[f + 1])
-        lo = int(starts[a]) if a < len(starts) else len(pairs)
-        out.append(
-            _entries(
-                entry_keys[a:b],
-                counts[a:b],
-                starts[a:b] - lo,
-                rows_sorted[lo : lo + int(counts[a:b].sum())],
-                row_count,
-            )
-        )
-    return out
+    table = _entries(
+        entry_keys, counts, starts, rows_sorted, np.asarray(row_counts, dtype=np.int64)[entry_file]
+    )
+    return table, np.searchsorted(entry_file, np.arange(len(row_counts) + 1)).tolist()
 
 
 def _keys_at(distinct: pa.Array, codes: np.ndarray) -> pa.Array:
@@ -130,27 +138,41 @@ def _keys_at(distinct: pa.Array, codes: np.ndarray) -> pa.Array:
 
 
 def _entries(
-    keys: pa.Array, counts: np.ndarray, starts: np.ndarray, rows: np.ndarray, row_count: int
+    keys: pa.Array, counts: np.ndarray, starts: np.ndarray, rows: np.ndarray, row_counts: np.ndarray
 ) -> pa.Table:
-    """One file's entries table from its sorted entries and their rows (``rows[starts[i]:]``)."""
-    n = len(rows)
-    dense = is_dense(counts.astype(np.int64), row_count)
-    offsets = np.append(starts, n).astype(np.int32)
+    """The entries table of sorted entries and their rows (entry i's at ``rows[starts[i]:]``), entry
+    i of a file of ``row_counts[i]`` rows."""
+    dense = is_dense(counts.astype(np.int64), row_counts)
+    offsets = np.append(starts, len(rows)).astype(np.int32)
     lists = pa.ListArray.from_arrays(pa.array(offsets), pa.array(rows, pa.uint32()))
-    bitmaps: list[bytes | None] = [None] * len(starts)
     if dense.any():
         # Dense entries are few per file (each covers a quarter of its rows or more).
+        bitmaps: list[bytes | None] = [None] * len(starts)
         for i in np.flatnonzero(dense):
-            bitmaps[i] = encode_bitmap(rows[starts[i] : starts[i] + counts[i]], row_count)
+            bitmaps[i] = encode_bitmap(rows[starts[i] : starts[i] + counts[i]], int(row_counts[i]))
         lists = pc.if_else(pa.array(~dense), lists, pa.nulls(len(starts), lists.type))
-    return pa.table(
-        {
-            "key": keys,
-            "count": pa.array(counts, pa.uint32()),
-            "rows": lists,
-            "bitmap": pa.array(bitmaps, pa.binary()),
-        }
-    )
+        bitmap = pa.array(bitmaps, pa.binary())
+    else:
+        bitmap = pa.nulls(len(starts), pa.binary())
+    return pa.table({"key": keys, "count": pa.array(counts, pa.uint32()), "rows": lists, "bitmap": bitmap})
+
+
+def _integer_offsets(keys: pa.Array, positions: int) -> tuple[np.ndarray, int, int] | None:
+    """For integer keys whose range times ``positions`` fits an int64: per key its offset from
+    the least key (a null: one past the greatest), the least key, and the number of offsets; None
+    for other keys (``_ranked_codes`` ranks those)."""
+    t = keys.type
+    if not pa.types.is_integer(t) or pa.types.is_uint64(t) or keys.null_count == len(keys):
+        return None
+    bounds = pc.min_max(keys)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    ranks = high - low + 2  # every value in [low, high], and null
+    if positions * ranks >= 2**63:
+        return None
+    codes = np.asarray(keys.fill_null(low).to_numpy(), dtype=np.int64) - low
+    if keys.null_count:
+        codes[keys.is_null().to_numpy(zero_copy_only=False)] = ranks - 1
+    return codes, low, ranks
 
 
 def _ranked_codes(keys: pa.Array) -> tuple[np.ndarray, pa.Array]:
@@ -176,12 +198,12 @@ def index_file_bytes(
     kind: str,
     info: FileInfo,
     blocks: Mapping[str, pa.Table],
-    key_hashes: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+    blooms: Mapping[str, bytes] | None = None,
 ) -> tuple[bytes, dict[str, dict[str, Any]]]:
     """The content of one index file (``blocks`` maps each indexed column to its entries), and per
     column its entry counts (distinct keys, rows with a null, (key, row) pairs, most rows of a
     key) and a bloom filter of its distinct keys (``bloom``, serialized), for the manifest.
-    ``key_hashes`` may give a column's ``hash_keys`` of its non-null entry keys, computed already."""
+    ``blooms`` may give a column's bloom filter, computed already (``bloom_filters``)."""
     key_fields = [pa.field(c, block.schema.field("key").type) for c, block in blocks.items()]
     schema = pa.schema(key_fields + _FIXED)
     layout: dict[str, list[int]] = {}
@@ -228,7 +250,7 @@ def index_file_bytes(
                 "null_rows": null_rows,
                 "pairs": int(count.sum()),
                 "max_rows": int(count.max()) if len(count) else 0,
-                "bloom": _bloom_of(block["key"].drop_null(), (key_hashes or {}).get(column)),
+                "bloom": (blooms or {}).get(column) or _bloom_of(block["key"].drop_null()),
             }
         writer.add_key_value_metadata(
             {
@@ -274,14 +296,28 @@ def _row_group_cuts(counts: np.ndarray) -> list[int]:
     return cuts if len(cuts) > 1 else [0, 0]
 
 
-def _bloom_of(keys: pa.Array, hashes: tuple[np.ndarray, np.ndarray] | None = None) -> bytes:
+def _bloom_of(keys: pa.Array) -> bytes:
     """A bloom filter of a file's distinct keys: lets a lookup skip index files without the key."""
     bloom = BloomFilter.for_entries(max(len(keys), 1), BLOOM_FPP)
-    if hashes is not None:
-        bloom.add_hashes(*hashes)
-    elif len(keys):
+    if len(keys):
         bloom.add_all(keys, type=keys.type)
     return bloom.to_bytes()
+
+
+def bloom_filters(keys: pa.Array | pa.ChunkedArray, bounds: Sequence[int]) -> list[bytes]:
+    """``_bloom_of`` the keys of each file of a batch (``entries_batch``: file f's keys are
+    ``keys[bounds[f]:bounds[f + 1]]``): the keys hashed in one call (a call per small file cost
+    more than the hashing) and the filters filled together."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks() if keys.num_chunks != 1 else keys.chunk(0)
+    h1, h2 = hash_keys(keys)
+    if keys.null_count:
+        valid = keys.is_valid().to_numpy(zero_copy_only=False)
+        h1, h2 = h1[valid], h2[valid]
+        ends = np.concatenate([[0], np.cumsum(valid)])[np.asarray(bounds)]
+    else:
+        ends = np.asarray(bounds)
+    return serialized_filters(h1, h2, np.diff(ends).tolist(), BLOOM_FPP)
 
 
 class IndexFile:

@@ -24,8 +24,9 @@ DENSE_FRACTION = 4
 _MIN_DENSE = 64  # below this many rows a list is never larger than a bitmap
 
 
-def is_dense(counts: np.ndarray, row_count: int) -> np.ndarray:
-    """Per entry: store its rows as a bitmap (True) or as a list (False)."""
+def is_dense(counts: np.ndarray, row_count: int | np.ndarray) -> np.ndarray:
+    """Per entry: store its rows as a bitmap (True) or as a list (False); ``row_count`` is the
+    rows of its file (one for all, or one per entry)."""
     return (counts >= _MIN_DENSE) & (counts * DENSE_FRACTION >= row_count)
 
 

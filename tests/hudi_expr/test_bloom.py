@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hudi_expr.bloom import BloomFilter, BloomFilterFormatError, BloomFilterSet, hash_keys
+from hudi_expr.bloom import BloomFilter, BloomFilterFormatError, BloomFilterSet, hash_keys, serialized_filters
 
 MASK64 = (1 << 64) - 1
 
@@ -506,3 +506,29 @@ def test_set_with_typed_values() -> None:
     assert packed.might_contain(42).tolist() == [True, False]
     assert packed.might_contain(42, type=pa.float64()).tolist() == [False, True]
     assert packed.might_contain_any([1000, 2000, 7], type=pa.int16()).tolist() == [True, False]
+
+
+@pytest.mark.parametrize(
+    ("counts", "fpp"),
+    [
+        ([], 0.01),
+        ([0, 0], 0.01),
+        ([7] * 40 + [0, 1, 3], 0.01),  # many small filters share one pass
+        ([50, 40_000, 2, 0, 30_000, 9], 0.01),  # filters bigger than a pass, between small ones
+        ([5, 300, 17], 0.4),  # one hash each
+        ([1000, 10], 1e-6),  # many hashes
+    ],
+)
+def test_serialized_filters_are_each_filter_built_alone(counts: list[int], fpp: float) -> None:
+    rng = np.random.default_rng(len(counts))
+    h1, h2 = hash_keys(pa.array(rng.integers(0, 2**62, sum(counts))))
+    got = serialized_filters(h1, h2, counts, fpp)
+    assert len(got) == len(counts)
+    start = 0
+    for n, content in zip(counts, got, strict=True):
+        alone = BloomFilter.for_entries(max(n, 1), fpp)
+        alone.add_hashes(h1[start : start + n], h2[start : start + n])
+        assert content == alone.to_bytes()
+        start += n
+    with pytest.raises(ValueError, match="hashes"):
+        serialized_filters(h1, h2, [*counts, 1], fpp)

@@ -1,5 +1,6 @@
 """Secondary index postings: the entries written (keys, counts, row lists, bitmaps) read back as
-exactly the rows given, for empty, single-row, dense and largest row ids; the batch build writes
+exactly the rows given, for empty, single-row, dense and largest row ids; integer keys (ranked by
+value) match a plain reference; the batch build writes
 byte-identical files to one file at a time; index files of format 1 still read, unknown formats
 are refused asking for a rebuild.
 """
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
@@ -24,13 +26,14 @@ from index_store.secondary.format import (
     BLOOM_FPP,
     FORMAT,
     META_KEY,
+    ROW_GROUP_ENTRIES,
     FileInfo,
     IndexFile,
     entries_by_file,
     entries_of,
     index_file_bytes,
 )
-from index_store.secondary.rowsets import DENSE_FRACTION
+from index_store.secondary.rowsets import DENSE_FRACTION, decode_bitmap
 
 
 def _written(
@@ -157,6 +160,53 @@ def test_entries_by_file_equal_each_files_alone(per_file: list[list[str | None]]
     test_entries_by_file_of_few_keys(per_file)
 
 
+def _reference_entries(keys: list[int | None], rows: list[int]) -> list[tuple[int | None, list[int]]]:
+    """Each distinct key (ascending, null last) with its sorted distinct rows, in plain Python."""
+    by_key: dict[int | None, set[int]] = {}
+    for k, r in zip(keys, rows, strict=True):
+        by_key.setdefault(k, set()).add(r)
+    order = sorted(k for k in by_key if k is not None) + ([None] if None in by_key else [])
+    return [(k, sorted(by_key[k])) for k in order]
+
+
+@pytest.mark.parametrize(
+    ("data_type", "low", "high"),
+    [
+        (pa.int8(), -128, 127),
+        (pa.int32(), -5, 5),
+        (pa.int64(), -(2**63), -(2**63) + 40),  # ranked by value, from the least int64
+        (pa.int64(), 2**63 - 40, 2**63 - 1),
+        (pa.int64(), -(2**63), 2**63 - 1),  # a range too wide to rank by value: ranked by sorting
+        (pa.uint32(), 0, 2**32 - 1),
+        (pa.uint64(), 2**64 - 30, 2**64 - 1),
+    ],
+)
+def test_integer_keys_entries_match_a_plain_reference(data_type: pa.DataType, low: int, high: int) -> None:
+    rng = np.random.default_rng(7)
+    row_counts = [0, 90, 1, 300]
+    per_file = [
+        [
+            None if rng.random() < 0.1 else int(rng.choice([low, high, low + (high - low) // 3]))
+            for _ in range(n)
+        ]
+        for n in row_counts
+    ]
+    per_file[3][:100] = [low + 1] * 100  # a dense key: stored as a bitmap
+    files = np.concatenate([np.full(n, f) for f, n in enumerate(row_counts)]).astype(np.int64)
+    rows = np.concatenate([np.arange(n) for n in row_counts]).astype(np.int64)
+    keys = pa.array([k for v in per_file for k in v], data_type)
+    batch = entries_by_file(keys, files, rows, row_counts)
+    for f, values in enumerate(per_file):
+        block = batch[f]
+        assert block.schema.field("key").type == data_type
+        got = [
+            (r["key"], r["rows"] if r["bitmap"] is None else decode_bitmap(r["bitmap"]).tolist())
+            for r in block.to_pylist()
+        ]
+        assert got == _reference_entries(values, list(range(len(values)))), f
+        assert block["count"].to_pylist() == [len(r) for _, r in got]
+
+
 def test_a_key_in_several_small_files_counts_in_each(tmp_path: Path) -> None:
     root = tmp_path / "t"
     root.mkdir()
@@ -209,6 +259,37 @@ def test_batch_build_writes_the_same_bytes_as_one_file_at_a_time(tmp_path: Path)
         bloom = BloomFilter.for_entries(max(len(keys), 1), BLOOM_FPP)
         bloom.add_all(keys)
         assert counts[column]["bloom"] == bloom.to_bytes()
+
+
+def test_batch_build_bytes_with_bitmaps_row_groups_two_columns_and_a_missing_one(tmp_path: Path) -> None:
+    # Bitmaps (a key in most rows), more entries than a row group holds, two columns in one index
+    # file, and a file without one of them: each batched file is still its one-file build's bytes.
+    root = tmp_path / "t"
+    root.mkdir()
+    n = ROW_GROUP_ENTRIES + 500
+    for k in range(3):
+        columns = {
+            "id": pa.array(np.arange(n) * 3 + k, pa.int64()),
+            "mode": pa.array([["AIR", "RAIL", "SHIP"][i % 3] if i % 5 else "AIR" for i in range(n)]),
+        }
+        if k == 1:
+            del columns["mode"]
+        pq.write_table(pa.table(columns), root / f"f{k}.parquet")
+    types = (pa.int64(), pa.string())
+    tasks = [
+        FileTask("value", p.name, p.stat().st_size, None, n, i, None, ("id", "mode"), types)
+        for i, p in enumerate(sorted(root.glob("*.parquet")))
+    ]
+    batch = index_files_bytes_for(str(root), tasks)
+    alone = [index_file_bytes_for(str(root), task) for task in tasks]
+    assert [content for content, _ in batch] == [content for content, _ in alone]
+    assert [counts for _, counts in batch] == [counts for _, counts in alone]
+    first = pq.ParquetFile(io.BytesIO(batch[0][0]))
+    assert first.metadata.num_row_groups >= 3  # id's entries span two row groups, mode's one
+    both = first.read(columns=["mode", "bitmap"])
+    modes = both.filter(pc.is_valid(both["mode"]))
+    assert modes["bitmap"].null_count < len(modes)  # AIR, RAIL and SHIP each cover a quarter or more
+    assert batch[1][1]["mode"]["null_rows"] == n  # the file without the column: all null
 
 
 def _as_format_1(path: Path) -> None:
