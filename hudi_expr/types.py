@@ -200,11 +200,13 @@ def _place(
 
 
 def _to_integer(literal: Any, t: pa.DataType, column: str) -> Coerced:
+    info = np.iinfo(t.to_pandas_dtype())
+    if type(literal) is int and int(info.min) <= literal <= int(info.max):
+        return Coerced("exact", pa.scalar(literal, t))  # most literals: no exact arithmetic needed
     if isinstance(literal, float) and math.isfinite(literal):
         # As against decimals: the number the repr shows, as in SQL text (and as it prints), so
         # 2.0**60 is 1152921504606847000 here too, not 1152921504606846976.
         literal = decimal.Decimal(repr(literal))
-    info = np.iinfo(t.to_pandas_dtype())
     value = _exact_number(literal, column, t)
     return _place(value, Fraction(int(info.min)), Fraction(int(info.max)), lambda v: pa.scalar(v, t))
 
