@@ -179,16 +179,11 @@ class _Group:
         keys = _ascending_numbers(table["key"])
         return cls(table, file_idx, rows, keys, table.nbytes + file_idx.nbytes + rows.nbytes)
 
-    def positions(self, values: pa.Array) -> np.ndarray | None:
-        """Positions of the entries whose key is one of ``values`` (no nulls), by binary search;
-        None where the keys are not ascending numbers or ``values`` do not convert to them."""
+    def positions(self, wanted: np.ndarray) -> np.ndarray | None:
+        """Positions of the entries whose key is one of ``wanted`` (distinct, ascending, as numpy
+        holds the key type), by binary search; None where the keys are not ascending numbers."""
         if self.keys is None:
             return None
-        try:
-            wanted = values.cast(self.table.schema.field("key").type).to_numpy(zero_copy_only=False)
-        except (pa.ArrowException, ValueError, TypeError):
-            return None
-        wanted = unique_sorted(wanted)  # IN (5, 5) counts key 5's rows once
         lo = np.searchsorted(self.keys, wanted, side="left")
         hi = np.searchsorted(self.keys, wanted, side="right")
         return expand_ranges(lo, hi - lo)
@@ -226,7 +221,8 @@ class Dictionary:
         self._coverage = coverage_keys(self.meta.file_idx, self.meta.version)
         self._stats: FileStats | None = None
         self._group_bounds: list[tuple[Any, Any] | bool] | None = None
-        self._bounds: tuple[np.ndarray, pa.Array, pa.Array, list[int]] | Literal[False] | None = None
+        self._bounds: tuple[np.ndarray, np.ndarray, np.ndarray, list[int]] | Literal[False] | None = None
+        self._key_type = self._pf.schema_arrow.field("key").type
         self._cache: OrderedDict[int, _Group] = OrderedDict()
         self._cached_bytes = 0
         self._lock = threading.Lock()
@@ -278,9 +274,13 @@ class Dictionary:
     def _points(self, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         """(file_idx, rows) of the entries whose key is one of ``values``: a binary search in each
         admitting row group's sorted keys (a hash lookup where the keys are not numbers)."""
+        try:  # distinct and ascending: IN (5, 5) counts key 5's rows once
+            wanted = unique_sorted(values.cast(self._key_type).to_numpy(zero_copy_only=False))
+        except (pa.ArrowException, ValueError, TypeError):
+            wanted = None  # not of the key type: every group, hashed
         holders, weights = [], []
-        for group in self._read(self._point_groups(values)):
-            at = group.positions(values)
+        for group in self._read(self._point_groups(wanted)):
+            at = group.positions(wanted) if wanted is not None else None
             if at is None:
                 try:
                     hit = pc.is_in(group.table["key"], value_set=values)
@@ -329,20 +329,16 @@ class Dictionary:
             self._cached_bytes -= old.nbytes
         return out
 
-    def _point_groups(self, values: pa.Array) -> list[int]:
-        """The row groups whose key range holds one of ``values`` (sorted keys: two binary
-        searches over the groups' bounds per value, no expression evaluated), and every group
-        whose bounds are unknown."""
+    def _point_groups(self, wanted: np.ndarray | None) -> list[int]:
+        """The row groups whose key range holds one of ``wanted`` (``_points``'s keys; None: every
+        group) by two binary searches over the groups' bounds, and every group whose bounds are
+        unknown."""
         fences = self._fences()
-        if fences is None:
+        if fences is None or wanted is None:
             return list(range(self._pf.metadata.num_row_groups))
         bounded, mins, maxs, unknown = fences
-        try:
-            wanted = np.sort(values.cast(mins.type).to_numpy(zero_copy_only=False))
-        except (pa.ArrowException, ValueError, TypeError):
-            return list(range(self._pf.metadata.num_row_groups))
-        lo = np.searchsorted(wanted, mins.to_numpy(zero_copy_only=False), side="left")
-        hi = np.searchsorted(wanted, maxs.to_numpy(zero_copy_only=False), side="right")
+        lo = np.searchsorted(wanted, mins, side="left")
+        hi = np.searchsorted(wanted, maxs, side="right")
         return sorted([int(g) for g in bounded[hi > lo]] + unknown)
 
     def _row_group_bounds(self) -> list[tuple[Any, Any] | bool]:
@@ -363,18 +359,17 @@ class Dictionary:
             self._group_bounds = bounds
         return self._group_bounds
 
-    def _fences(self) -> tuple[np.ndarray, pa.Array, pa.Array, list[int]] | None:
-        """The row groups with both bounds, their smallest and largest keys as arrays, and the
-        groups whose bounds are unknown (None: bounds that do not convert to the key type)."""
+    def _fences(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]] | None:
+        """The row groups with both bounds, their smallest and largest keys (as numpy holds the
+        key type), and the groups whose bounds are unknown (None: bounds not of the key type)."""
         if self._bounds is None:
             bounds = self._row_group_bounds()
             self._bounds = False
             pairs = [(g, b) for g, b in enumerate(bounds) if isinstance(b, tuple)]
             unknown = [g for g, b in enumerate(bounds) if b is False]
-            key_type = self._pf.schema_arrow.field("key").type
             try:
-                mins = pa.array([b[0] for _, b in pairs], key_type)
-                maxs = pa.array([b[1] for _, b in pairs], key_type)
+                mins = pa.array([b[0] for _, b in pairs], self._key_type).to_numpy(zero_copy_only=False)
+                maxs = pa.array([b[1] for _, b in pairs], self._key_type).to_numpy(zero_copy_only=False)
                 self._bounds = (np.array([g for g, _ in pairs], dtype=np.int64), mins, maxs, unknown)
             except (pa.ArrowException, ValueError, TypeError):
                 pass
@@ -395,10 +390,9 @@ class Dictionary:
                 }
                 for g, b in enumerate(self._row_group_bounds())
             ]
-            key_type = self._pf.schema_arrow.field("key").type
             try:
                 self._stats = FileStats.from_pylist(
-                    records, pa.schema([pa.field(self.meta.column, key_type)])
+                    records, pa.schema([pa.field(self.meta.column, self._key_type)])
                 )
             except (ValueError, TypeError, pa.ArrowException):
                 return list(range(n))
