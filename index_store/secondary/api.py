@@ -697,6 +697,12 @@ class SecondaryIndexes:
             )
         return rows
 
+    def _live_rows(self, loaded: LoadedVersion, key: tuple[str, str]) -> pa.Table:
+        """``_column_rows`` aligned with the version's live files: row i is live file i's (all
+        null where it has no usable index file)."""
+        rows = self._column_rows(loaded, key)
+        return rows.take(pc.index_in(pa.array(loaded.file_idx, pa.int64()), value_set=rows["file_idx"]))
+
     def _column_facts(self, loaded: LoadedVersion, key: tuple[str, str]) -> ColumnFacts:
         """The usable manifest's facts of one (index type, column) aligned with the version's live
         files, worked out once per version (and again once column statistics are loaded)."""
@@ -704,9 +710,7 @@ class SecondaryIndexes:
         cached = loaded.secondary.facts.get(key)
         if cached is not None and cached.stats is stats:
             return cached
-        rows = self._column_rows(loaded, key)
-        where = pc.index_in(pa.array(loaded.file_idx, pa.int64()), value_set=rows["file_idx"])
-        mine = rows.take(where)
+        mine = self._live_rows(loaded, key)
 
         def counts(name: str) -> np.ndarray:
             return pc.fill_null(mine[name], 0).to_numpy(zero_copy_only=False).astype(np.float64)
@@ -714,7 +718,7 @@ class SecondaryIndexes:
         found = integer_bounds(stats.min, stats.max) if stats is not None else None
         made = ColumnFacts(
             key[0],
-            pc.is_valid(where).to_numpy(zero_copy_only=False),
+            pc.is_valid(mine["file_idx"]).to_numpy(zero_copy_only=False),
             mine["index_file"].combine_chunks(),
             counts("row_count"),
             counts("distinct"),
@@ -761,8 +765,7 @@ class SecondaryIndexes:
         Worked out for every live file once per version (and dictionary), then indexed."""
         last = loaded.secondary.covered.get(column)
         if last is None or last[0] is not d:
-            rows = self._column_rows(loaded, column)
-            mine = rows.take(pc.index_in(pa.array(loaded.file_idx, pa.int64()), value_set=rows["file_idx"]))
+            mine = self._live_rows(loaded, column)
             last = loaded.secondary.covered[column] = (d, d.covers(mine["file_idx"], mine["version"]))
         found: np.ndarray = last[1][candidates]
         return found
