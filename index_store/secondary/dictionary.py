@@ -244,7 +244,7 @@ class Dictionary:
         if values is None:
             holders, weights = self._filtered(keys)
         else:
-            holders, weights = self._points(values)
+            holders, weights = self._points(values, self._one_integer(keys))
         if len(holders):
             # Candidates by file_idx through one sort (no hash table built per lookup).
             order = np.argsort(file_idx, kind="stable")
@@ -271,13 +271,25 @@ class Dictionary:
             selected["rows"].to_numpy().astype(np.float64),
         )
 
-    def _points(self, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-        """(file_idx, rows) of the entries whose key is one of ``values``: a binary search in each
+    def _one_integer(self, keys: Expression) -> np.ndarray | None:
+        """``keys``'s one key as numpy when it is ``key = literal`` on an integer key (the most
+        common lookup: no arrow array made and converted for it), else None."""
+        if not (isinstance(keys, EqualTo) and pa.types.is_integer(self._key_type)):
+            return None
+        literal = keys.literal
+        if not isinstance(literal, pa.Scalar) or literal.type != self._key_type:
+            return None
+        return np.array([literal.as_py()], dtype=self._key_type.to_pandas_dtype())
+
+    def _points(self, values: pa.Array, wanted: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(file_idx, rows) of the entries whose key is one of ``values`` (``wanted``: the same,
+        distinct, ascending, as numpy holds the key type, if known): a binary search in each
         admitting row group's sorted keys (a hash lookup where the keys are not numbers)."""
-        try:  # distinct and ascending: IN (5, 5) counts key 5's rows once
-            wanted = unique_sorted(values.cast(self._key_type).to_numpy(zero_copy_only=False))
-        except (pa.ArrowException, ValueError, TypeError):
-            wanted = None  # not of the key type: every group, hashed
+        if wanted is None:
+            try:  # distinct and ascending: IN (5, 5) counts key 5's rows once
+                wanted = unique_sorted(values.cast(self._key_type).to_numpy(zero_copy_only=False))
+            except (pa.ArrowException, ValueError, TypeError):
+                wanted = None  # not of the key type: every group, hashed
         holders, weights = [], []
         for group in self._read(self._point_groups(wanted)):
             at = group.positions(wanted) if wanted is not None else None
