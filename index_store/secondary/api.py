@@ -124,6 +124,7 @@ class DictionaryRows:
 
     rows: int
     files: tuple[str, ...]
+    total: int  # the table's data files (what pruning's "kept n of total" counts)
 
 
 @dataclass(frozen=True)
@@ -948,7 +949,7 @@ class SecondaryIndexes:
         read: when ``expr`` is one exactly indexed leaf (or one range on an indexed column) and
         the dictionary answers for every candidate file; None otherwise (ask ``select``)."""
         found = self._dictionary_lookup(expr)
-        return None if found is None else int(found[1].sum())
+        return None if found is None else int(found[2].sum())
 
     def dictionary_rows(self, expr: Expression) -> DictionaryRows | None:
         """``dictionary_count``'s answer with the files holding the matching rows (absolute paths,
@@ -956,24 +957,24 @@ class SecondaryIndexes:
         found = self._dictionary_lookup(expr)
         if found is None:
             return None
-        loaded, counts = self._load(), found[1]
-        holding = found[0][counts > 0]
-        rels = loaded.paths.take(pa.array(holding)).to_pylist() if len(holding) else []
-        return DictionaryRows(int(counts.sum()), tuple(self._abs_all(rels)))
+        cand, candidates, counts = found
+        holding = candidates[counts > 0]
+        rels = cand.loaded.paths.take(pa.array(holding)).to_pylist() if len(holding) else []
+        return DictionaryRows(int(counts.sum()), tuple(self._abs_all(rels)), cand.total)
 
-    def _dictionary_lookup(self, expr: Expression) -> tuple[np.ndarray, np.ndarray] | None:
-        """The candidate files (positions into the loaded version) and the rows of each where
-        ``expr`` is TRUE, from the dictionary alone; None where it cannot answer."""
+    def _dictionary_lookup(self, expr: Expression) -> tuple[Candidates, np.ndarray, np.ndarray] | None:
+        """The pruning asked, its candidate files (positions into its loaded version) and the rows
+        of each where ``expr`` is TRUE, from the dictionary alone; None where it cannot answer."""
         # Every live file first: the lookup is exact, and pruning by statistics and blooms costs
         # more than it (1-2 ms against 0.5). Pruning helps only where the dictionary misses a file.
         cand = self._candidates(expr, False)
         if not cand.loaded.snap.live.get(DICTIONARY):
             return None
         found = self._dictionary_rows(cand)
-        if found is not _UNCOVERED:
-            return found
-        found = self._dictionary_rows(self._candidates(expr, True))
-        return None if found is _UNCOVERED else found
+        if found is _UNCOVERED:
+            cand = self._candidates(expr, True)
+            found = self._dictionary_rows(cand)
+        return None if found is None or found is _UNCOVERED else (cand, *found)
 
     def _dictionary_rows(self, cand: Candidates) -> tuple[np.ndarray, np.ndarray] | _Uncovered | None:
         """``_dictionary_lookup`` over ``cand``'s kept files; ``_UNCOVERED`` when a kept file is
