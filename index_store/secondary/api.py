@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from index_store.loaded import Candidates, LoadedVersion
 
 __all__ = [
+    "Asked",
     "BuildStrategy",
     "ColumnFacts",
     "DictionaryRows",
@@ -115,6 +116,8 @@ class _Uncovered(enum.Enum):
 
 
 _UNCOVERED = _Uncovered.UNCOVERED
+
+Asked = Literal["read", "count", "exists"]  # the row-level call ``explain`` describes
 
 
 @dataclass(frozen=True)
@@ -904,10 +907,7 @@ class SecondaryIndexes:
         counted = self.dictionary_count(expr)
         if counted is not None:
             return counted
-        selection = self.select(
-            expr,
-            UseRules(purpose="count", columns=self._width(expr, [], extra=False), reader=row_reader().name),
-        )
+        selection = self.select(expr, self.rules_for("count", expr))
         total = 0
         rest = []
         for i, rows in enumerate(selection.rows):
@@ -925,10 +925,7 @@ class SecondaryIndexes:
         counted = self.dictionary_count(expr)
         if counted is not None:
             return counted > 0
-        selection = self.select(
-            expr,
-            UseRules(purpose="exists", columns=self._width(expr, [], extra=False), reader=row_reader().name),
-        )
+        selection = self.select(expr, self.rules_for("exists", expr))
         if any(
             r.exact and _maybe_rows(r, n) for r, n in zip(selection.rows, selection.row_counts, strict=True)
         ):
@@ -943,6 +940,23 @@ class SecondaryIndexes:
                 return True
             start, step = start + step, step * 2
         return False
+
+    def explain(self, expr: Expression, what: Asked = "read", columns: Sequence[str] | None = None) -> str:
+        """How ``read`` (with ``columns``), ``count`` or ``exists`` of ``expr`` would be answered,
+        without reading any row: from the dictionary alone, or the selection the cost model
+        chose (its estimates, costs and choice, and how many rows a read decodes)."""
+        if what not in ("read", "count", "exists"):
+            raise ValueError(f"what must be 'read', 'count' or 'exists', got {what!r}")
+        if what != "read":
+            found = self.dictionary_rows(expr)
+            if found is not None:
+                return (
+                    f"{what} answered by the secondary index's dictionary (one lookup): {found.rows:,} "
+                    f"matching rows in {len(found.files)} of {found.total} files; no index file or "
+                    "data file read"
+                )
+        purpose: Purpose = "rows" if what == "read" else what
+        return self.select(expr, self.rules_for(purpose, expr, columns if what == "read" else [])).explain()
 
     def dictionary_count(self, expr: Expression) -> int | None:
         """The rows where ``expr`` is TRUE from one dictionary lookup, no index file or data file
