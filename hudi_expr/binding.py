@@ -90,6 +90,8 @@ def bind(expr: Expression, schema: pa.Schema, case_sensitive: bool = True) -> Ex
             return leaf
         return _bind_predicate(leaf, bind_term(leaf.term))
 
+    if isinstance(expr, Predicate):
+        return bind_leaf(expr)  # one leaf: no NOT to push down, no equalities to merge
     return transform_leaves(merge_equalities(rewrite_not(expr)), bind_leaf)
 
 
@@ -175,6 +177,10 @@ def _gather(node: Expression, children: list[Expression], parts: list[Expression
 
 def resolve(schema: pa.Schema, name: str, case_sensitive: bool = True) -> BoundReference:
     """The column ``name`` (a top-level name, or a dotted path into structs) of ``schema``."""
+    at = schema.get_field_index(name) if case_sensitive else -1  # -1: absent, or a repeated name
+    if at >= 0:
+        exact = schema.field(at)
+        return _bound(exact, (exact.name,), [exact])
     fields: list[pa.Field] = list(schema)
     exact = _find(fields, name, case_sensitive)
     if exact is not None:

@@ -40,6 +40,13 @@ _DATE_EPOCH = _dt.date(1970, 1, 1)
 _UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _FLOAT_DTYPES: dict[int, type[np.floating]] = {16: np.float16, 32: np.float32, 64: np.float64}
+# Each integer type's smallest and largest value (pyarrow has no iinfo; numpy's costs a dtype).
+_INTEGER_RANGES = {
+    t: ((-(1 << (t.bit_width - 1)), (1 << (t.bit_width - 1)) - 1) if signed else (0, (1 << t.bit_width) - 1))
+    for signed, types in ((True, (pa.int8(), pa.int16(), pa.int32(), pa.int64())),
+                          (False, (pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64())))
+    for t in types
+}  # fmt: skip
 _ISO_FRACTION = re.compile(r"^(?P<head>.*?\d\d:\d\d:\d\d)\.(?P<frac>\d+)(?P<tail>.*)$")
 
 
@@ -200,15 +207,15 @@ def _place(
 
 
 def _to_integer(literal: Any, t: pa.DataType, column: str) -> Coerced:
-    info = np.iinfo(t.to_pandas_dtype())
-    if type(literal) is int and int(info.min) <= literal <= int(info.max):
+    lo, hi = _INTEGER_RANGES[t]
+    if type(literal) is int and lo <= literal <= hi:
         return Coerced("exact", pa.scalar(literal, t))  # most literals: no exact arithmetic needed
     if isinstance(literal, float) and math.isfinite(literal):
         # As against decimals: the number the repr shows, as in SQL text (and as it prints), so
         # 2.0**60 is 1152921504606847000 here too, not 1152921504606846976.
         literal = decimal.Decimal(repr(literal))
     value = _exact_number(literal, column, t)
-    return _place(value, Fraction(int(info.min)), Fraction(int(info.max)), lambda v: pa.scalar(v, t))
+    return _place(value, Fraction(lo), Fraction(hi), lambda v: pa.scalar(v, t))
 
 
 def _to_decimal(literal: Any, t: pa.DataType, column: str) -> Coerced:

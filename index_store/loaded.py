@@ -27,6 +27,7 @@ from index_store.partitions import (
     read_record_keys,
 )
 from index_store.partitions.record_keys import KeyFilters
+from index_store.secondary.definitions import IndexDefinition
 from index_store.secondary.format import IndexFile
 from index_store.slices import SliceGroups
 from index_store.tables.base import DataFile, Listing
@@ -52,7 +53,6 @@ class SecondaryCache:
 
     manifest: pa.Table | None = None  # usable manifest rows (live, unchanged base files)
     manifest_error: IndexCorruptError | None = None  # the manifest was read past (on_corrupt="scan")
-    built: set[tuple[str, str]] | None = None  # (index type, column) with an index file
     opened: dict[str, IndexFile] = field(default_factory=dict)  # index files opened, by path
     # Per index type, per column: the bloom filters of each live file's keys (None: not indexed).
     blooms: dict[str, dict[str, BloomFilterSet | None]] = field(default_factory=dict)
@@ -66,6 +66,10 @@ class SecondaryCache:
     facts: dict[tuple[str, str], Any] = field(default_factory=dict)
     # Per (index type, column): the dictionary read and, per live file, whether it covers the file.
     covered: dict[tuple[str, str], tuple[Any, np.ndarray]] = field(default_factory=dict)
+    # The index definitions narrowed to the columns with an index file (what row selection plans).
+    definitions: list[IndexDefinition] | None = None
+    # Per (index type, column): the one-column schema its keys bind to.
+    key_schemas: dict[tuple[str, str], pa.Schema] = field(default_factory=dict)
 
 
 class LoadedVersion:
@@ -80,6 +84,7 @@ class LoadedVersion:
         self.file_idx: np.ndarray = self._files["file_idx"].to_numpy()
         self.paths: pa.StringArray = self._files["path"].combine_chunks()
         self.row_count: pa.Array = self._files["row_count"].combine_chunks()
+        self.file_rows: np.ndarray = self.row_count.to_numpy(zero_copy_only=False)  # row_count as numpy
         self.schema_only = FileStats([], [], {}, snap.schema)  # what binding a predicate needs
         self.stats_made: dict[StatsKey, SourcedStats] = {}  # per query: every source's answer
         # The last ``might_match`` mask handed on (``might_match``), with what it was computed of.

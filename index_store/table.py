@@ -46,7 +46,7 @@ from index_store.merged.read import QueryType, needs_merge, query_type_of
 from index_store.partitions import read_record_index
 from index_store.partitions.base import live_positions
 from index_store.record_key import RecordKeySpec
-from index_store.secondary.api import IndexStatus, RowSelection, SecondaryIndexes
+from index_store.secondary.api import Asked, IndexStatus, RowSelection, SecondaryIndexes
 from index_store.secondary.build import ComputeIndexFiles
 from index_store.secondary.select import UseRules
 from index_store.slices import PrunedSlice, slices_of
@@ -892,3 +892,21 @@ class IndexedTable:
         if needs_merge(self.reader) or self._hudi_only():  # merge-on-read (issue 23), or no own index
             return merged_rows.exists_row(self, expr, query_type)
         return self.secondary.exists(expr)
+
+    def explain(
+        self,
+        expr: Expression,
+        what: Asked = "read",
+        columns: Sequence[str] | None = None,
+        query_type: QueryType = "snapshot",
+    ) -> str:
+        """How ``read`` (of ``columns``), ``count`` or ``exists`` of ``expr`` would be answered, no
+        row read: Hudi's secondary indexes, the kept slices merged, or ours
+        (``SecondaryIndexes.explain``: the dictionary alone, or the cost model's choice)."""
+        query_type_of(query_type)
+        if (found := self._hudi_rows(expr, query_type)) is not None:
+            return found.explain()
+        if needs_merge(self.reader) or self._hudi_only():
+            how = "the kept file slices read (merged where they have log files), then filtered"
+            return f"{what}: {how}\n{self.prune(expr).explain()}"
+        return self.secondary.explain(expr, what, columns)

@@ -344,7 +344,7 @@ class Planner:
         answered = None
         if translated.exact and not not_used and used and not gave:
             answered = _dictionary_rows(registration, predicate, rules)
-        result = _answered_files(registration, answered) if answered is not None else translated.result
+        result = _answered_files(answered) if answered is not None else translated.result
         if gave or result is None:
             result = prune(registration.table, predicate)
         note = ""
@@ -561,14 +561,10 @@ def _dictionary_rows(
         return None  # the ordinary path says why
 
 
-def _answered_files(registration: Registration, answered: DictionaryRows) -> PruneResult:
+def _answered_files(answered: DictionaryRows) -> PruneResult:
     """The files of an answer from the dictionary, as a pruning's result: those holding a match,
-    out of the table's indexed files (the dictionary answers only when it knows every live file)."""
-    try:
-        total = len(registration.table.stats([], with_blooms=False).row_count)
-    except IndexStoreError:
-        total = len(answered.files)
-    return PruneResult(list(answered.files), total)
+    out of the table's files (the dictionary answers only when it knows every live file)."""
+    return PruneResult(list(answered.files), answered.total)
 
 
 # Column types whose equality with a literal of the bound type is plain equality in DuckDB (no

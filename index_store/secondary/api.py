@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from index_store.loaded import Candidates, LoadedVersion
 
 __all__ = [
+    "Asked",
     "BuildStrategy",
     "ColumnFacts",
     "DictionaryRows",
@@ -116,6 +117,8 @@ class _Uncovered(enum.Enum):
 
 _UNCOVERED = _Uncovered.UNCOVERED
 
+Asked = Literal["read", "count", "exists"]  # the row-level call ``explain`` describes
+
 
 @dataclass(frozen=True)
 class DictionaryRows:
@@ -124,6 +127,7 @@ class DictionaryRows:
 
     rows: int
     files: tuple[str, ...]
+    total: int  # the table's data files (what pruning's "kept n of total" counts)
 
 
 @dataclass(frozen=True)
@@ -603,7 +607,6 @@ class SecondaryIndexes:
         """The secondary indexes' answer for ``query`` (``SecondaryIndexSource``): each leaf on an
         indexed column looked up in each candidate's index file, when ``query.rules`` say it pays."""
         loaded, bound, candidates = query.loaded, query.bound, query.candidates
-        snap = loaded.snap
         planned = self._planned(loaded, bound)
         changed = np.asarray(query.changed, bool)
         live: dict[tuple[str, str], ColumnFacts] = {}
@@ -616,7 +619,7 @@ class SecondaryIndexes:
             columns[p] = live[p].at(candidates, has_file[p], n)
         facts = {leaf: columns[(p.kind, p.column)] for leaf, p in planned.items()}
         absent = self._absent_keys(loaded, planned, candidates)
-        key_schemas = self._key_schemas(snap.schema, planned)
+        key_schemas = self._key_schemas(loaded, planned)
         dict_notes: list[str] = []
         known = self._dictionary_counts(
             loaded, bound, planned, candidates, changed, key_schemas, query.on_corrupt, dict_notes
@@ -673,18 +676,16 @@ class SecondaryIndexes:
 
     def _planned(self, loaded: LoadedVersion, bound: Expression) -> dict[Predicate, Any]:
         """The lookups of ``bound``'s leaves on columns with a usable index file somewhere."""
-        usable = self.usable_manifest(loaded)
-        built = loaded.secondary.built
-        if built is None:
+        definitions = loaded.secondary.definitions
+        if definitions is None:
+            usable = self.usable_manifest(loaded)
             pairs = usable.select(["index_type", "column"]).group_by(["index_type", "column"]).aggregate([])
-            built = loaded.secondary.built = set(
-                zip(pairs["index_type"].to_pylist(), pairs["column"].to_pylist(), strict=True)
-            )
-        definitions = [
-            IndexDefinition(d.name, tuple(c for c in d.columns if (d.index_type, c) in built), d.index_type)
-            for d in loaded.snap.config.secondary_indexes
-            if any((d.index_type, c) in built for c in d.columns)
-        ]
+            built = set(zip(pairs["index_type"].to_pylist(), pairs["column"].to_pylist(), strict=True))
+            definitions = loaded.secondary.definitions = [
+                IndexDefinition(d.name, columns, d.index_type)
+                for d in loaded.snap.config.secondary_indexes
+                if (columns := tuple(c for c in d.columns if (d.index_type, c) in built))
+            ]
         return plan_lookups(bound, definitions)
 
     def _column_rows(self, loaded: LoadedVersion, key: tuple[str, str]) -> pa.Table:
@@ -733,13 +734,16 @@ class SecondaryIndexes:
         return made
 
     @staticmethod
-    def _key_schemas(schema: pa.Schema, planned: Mapping[Predicate, Any]) -> dict[tuple[str, str], pa.Schema]:
-        return {
-            (p.kind, p.column): pa.schema(
-                [pa.field(p.column, index_kind(p.kind).key_type(schema.field(p.column).type))]
-            )
-            for p in planned.values()
-        }
+    def _key_schemas(
+        loaded: LoadedVersion, planned: Mapping[Predicate, Any]
+    ) -> dict[tuple[str, str], pa.Schema]:
+        """Per (index type, column) of ``planned``: the schema its keys bind to (once per version)."""
+        known = loaded.secondary.key_schemas
+        for p in planned.values():
+            if (p.kind, p.column) not in known:
+                t = index_kind(p.kind).key_type(loaded.snap.schema.field(p.column).type)
+                known[(p.kind, p.column)] = pa.schema([pa.field(p.column, t)])
+        return {(p.kind, p.column): known[(p.kind, p.column)] for p in planned.values()}
 
     def _dictionaries(
         self, loaded: LoadedVersion, on_corrupt: str, notes: list[str]
@@ -903,10 +907,7 @@ class SecondaryIndexes:
         counted = self.dictionary_count(expr)
         if counted is not None:
             return counted
-        selection = self.select(
-            expr,
-            UseRules(purpose="count", columns=self._width(expr, [], extra=False), reader=row_reader().name),
-        )
+        selection = self.select(expr, self.rules_for("count", expr))
         total = 0
         rest = []
         for i, rows in enumerate(selection.rows):
@@ -924,10 +925,7 @@ class SecondaryIndexes:
         counted = self.dictionary_count(expr)
         if counted is not None:
             return counted > 0
-        selection = self.select(
-            expr,
-            UseRules(purpose="exists", columns=self._width(expr, [], extra=False), reader=row_reader().name),
-        )
+        selection = self.select(expr, self.rules_for("exists", expr))
         if any(
             r.exact and _maybe_rows(r, n) for r, n in zip(selection.rows, selection.row_counts, strict=True)
         ):
@@ -943,29 +941,58 @@ class SecondaryIndexes:
             start, step = start + step, step * 2
         return False
 
+    def explain(self, expr: Expression, what: Asked = "read", columns: Sequence[str] | None = None) -> str:
+        """How ``read`` (with ``columns``), ``count`` or ``exists`` of ``expr`` would be answered,
+        without reading any row: from the dictionary alone, or the selection the cost model
+        chose (its estimates, costs and choice, and how many rows a read decodes)."""
+        if what not in ("read", "count", "exists"):
+            raise ValueError(f"what must be 'read', 'count' or 'exists', got {what!r}")
+        if what != "read":
+            found = self.dictionary_rows(expr)
+            if found is not None:
+                return (
+                    f"{what} answered by the secondary index's dictionary (one lookup): {found.rows:,} "
+                    f"matching rows in {len(found.files)} of {found.total} files; no index file or "
+                    "data file read"
+                )
+        purpose: Purpose = "rows" if what == "read" else what
+        return self.select(expr, self.rules_for(purpose, expr, columns if what == "read" else [])).explain()
+
     def dictionary_count(self, expr: Expression) -> int | None:
         """The rows where ``expr`` is TRUE from one dictionary lookup, no index file or data file
         read: when ``expr`` is one exactly indexed leaf (or one range on an indexed column) and
         the dictionary answers for every candidate file; None otherwise (ask ``select``)."""
-        found = self.dictionary_rows(expr)
-        return None if found is None else found.rows
+        found = self._dictionary_lookup(expr)
+        return None if found is None else int(found[2].sum())
 
     def dictionary_rows(self, expr: Expression) -> DictionaryRows | None:
         """``dictionary_count``'s answer with the files holding the matching rows (absolute paths,
         index order): an EXISTS reads one of them instead of looking every candidate up."""
-        if not self._load().snap.live.get(DICTIONARY):
+        found = self._dictionary_lookup(expr)
+        if found is None:
             return None
+        cand, candidates, counts = found
+        holding = candidates[counts > 0]
+        rels = cand.loaded.paths.take(pa.array(holding)).to_pylist() if len(holding) else []
+        return DictionaryRows(int(counts.sum()), tuple(self._abs_all(rels)), cand.total)
+
+    def _dictionary_lookup(self, expr: Expression) -> tuple[Candidates, np.ndarray, np.ndarray] | None:
+        """The pruning asked, its candidate files (positions into its loaded version) and the rows
+        of each where ``expr`` is TRUE, from the dictionary alone; None where it cannot answer."""
         # Every live file first: the lookup is exact, and pruning by statistics and blooms costs
         # more than it (1-2 ms against 0.5). Pruning helps only where the dictionary misses a file.
-        found = self._dictionary_rows(self._candidates(expr, False))
-        if found is not _UNCOVERED:
-            return found
-        found = self._dictionary_rows(self._candidates(expr, True))
-        return None if found is _UNCOVERED else found
+        cand = self._candidates(expr, False)
+        if not cand.loaded.snap.live.get(DICTIONARY):
+            return None
+        found = self._dictionary_rows(cand)
+        if found is _UNCOVERED:
+            cand = self._candidates(expr, True)
+            found = self._dictionary_rows(cand)
+        return None if found is None or found is _UNCOVERED else (cand, *found)
 
-    def _dictionary_rows(self, cand: Candidates) -> DictionaryRows | _Uncovered | None:
-        """``dictionary_rows`` over ``cand``'s kept files; ``_UNCOVERED`` when a kept file is one
-        the dictionary does not answer for (pruning may rule it out)."""
+    def _dictionary_rows(self, cand: Candidates) -> tuple[np.ndarray, np.ndarray] | _Uncovered | None:
+        """``_dictionary_lookup`` over ``cand``'s kept files; ``_UNCOVERED`` when a kept file is
+        one the dictionary does not answer for (pruning may rule it out)."""
         loaded = cand.loaded
         key = _whole_key(cand.bound)
         if key is None or cand.unknown:
@@ -975,34 +1002,31 @@ class SecondaryIndexes:
         if changed.any():
             return None
         whole = cand.whole[candidates]
-        row_counts = loaded.files["row_count"].to_numpy()[candidates].astype(np.float64)
-        if whole.all():
-            counts = row_counts
-        else:
-            planned = self._planned(loaded, cand.bound)
-            leaves = [key] if isinstance(key, Predicate) else list(key)
-            if not all(leaf in planned and planned[leaf].lookup.exact for leaf in leaves):
-                return None
-            known = self._dictionary_counts(
-                loaded,
-                cand.bound,
-                planned,
-                candidates,
-                changed,
-                self._key_schemas(loaded.snap.schema, planned),
-                "raise",
-                [],
-                only=key,
-            )
-            looked = known.get(key)
-            if looked is None:
-                return None
-            counts = np.where(whole, row_counts, looked)
-            if np.isnan(counts).any():
-                return _UNCOVERED
-        holding = candidates[counts > 0]
-        rels = loaded.paths.take(pa.array(holding)).to_pylist() if len(holding) else []
-        return DictionaryRows(int(counts.sum()), tuple(self._abs_all(rels)))
+        if whole.all():  # statistics prove every row of every candidate matches
+            return candidates, loaded.file_rows[candidates].astype(np.float64)
+        planned = self._planned(loaded, cand.bound)
+        leaves = [key] if isinstance(key, Predicate) else list(key)
+        if not all(leaf in planned and planned[leaf].lookup.exact for leaf in leaves):
+            return None
+        known = self._dictionary_counts(
+            loaded,
+            cand.bound,
+            planned,
+            candidates,
+            changed,
+            self._key_schemas(loaded, planned),
+            "raise",
+            [],
+            only=key,
+        )
+        counts = known.get(key)
+        if counts is None:
+            return None
+        if whole.any():
+            counts = np.where(whole, loaded.file_rows[candidates], counts)
+        if np.isnan(counts).any():
+            return _UNCOVERED
+        return candidates, counts
 
     def _count_reading(self, selection: RowSelection, expr: Expression, which: list[int]) -> int:
         schema = self._load().snap.schema

@@ -240,11 +240,12 @@ class Dictionary:
         out: np.ndarray = np.zeros(len(file_idx), dtype=np.float64)
         if not covered.any():
             return Lookup(out, covered)
-        values = _point_values(keys)
-        if values is None:
+        one = self._one_integer(keys)
+        values = _point_values(keys) if one is None else None
+        if one is None and values is None:
             holders, weights = self._filtered(keys)
         else:
-            holders, weights = self._points(values)
+            holders, weights = self._points(values, one)
         if len(holders):
             # Candidates by file_idx through one sort (no hash table built per lookup).
             order = np.argsort(file_idx, kind="stable")
@@ -271,17 +272,32 @@ class Dictionary:
             selected["rows"].to_numpy().astype(np.float64),
         )
 
-    def _points(self, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-        """(file_idx, rows) of the entries whose key is one of ``values``: a binary search in each
-        admitting row group's sorted keys (a hash lookup where the keys are not numbers)."""
-        try:  # distinct and ascending: IN (5, 5) counts key 5's rows once
-            wanted = unique_sorted(values.cast(self._key_type).to_numpy(zero_copy_only=False))
-        except (pa.ArrowException, ValueError, TypeError):
-            wanted = None  # not of the key type: every group, hashed
+    def _one_integer(self, keys: Expression) -> np.ndarray | None:
+        """``keys``'s one key as numpy when it is ``key = literal`` on an integer key (the most
+        common lookup: no arrow array made and converted for it), else None."""
+        if not (isinstance(keys, EqualTo) and pa.types.is_integer(self._key_type)):
+            return None
+        literal = keys.literal
+        if not isinstance(literal, pa.Scalar) or literal.type != self._key_type:
+            return None
+        return np.array([literal.as_py()], dtype=self._key_type.to_pandas_dtype())
+
+    def _points(self, values: pa.Array | None, wanted: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(file_idx, rows) of the entries whose key is one of ``values`` (``wanted``: the same,
+        distinct, ascending, as numpy holds the key type, if known; ``values`` may then be None):
+        a binary search in each admitting row group's sorted keys (a hash lookup where the keys
+        are not numbers)."""
+        if wanted is None and values is not None:
+            try:  # distinct and ascending: IN (5, 5) counts key 5's rows once
+                wanted = unique_sorted(values.cast(self._key_type).to_numpy(zero_copy_only=False))
+            except (pa.ArrowException, ValueError, TypeError):
+                wanted = None  # not of the key type: every group, hashed
         holders, weights = [], []
         for group in self._read(self._point_groups(wanted)):
             at = group.positions(wanted) if wanted is not None else None
-            if at is None:
+            if at is None:  # keys not in ascending order (or not numbers): hashed
+                if values is None:
+                    values = pa.array(wanted, self._key_type)
                 try:
                     hit = pc.is_in(group.table["key"], value_set=values)
                 except (pa.ArrowException, ValueError, TypeError) as exc:

@@ -295,12 +295,37 @@ def test_point_lookups_by_binary_search_and_from_the_group_cache(
     d = t.secondary._dictionaries(t.secondary._load(), "raise", [])[("value", column)]
     # A key asked twice: each entry once.
     for k in keys[:3]:
-        once, twice = d._points(pa.array([k])), d._points(pa.array([k, k]))
+        once, twice = d._points(pa.array([k]), None), d._points(pa.array([k, k]), None)
         assert once[0].tolist() == twice[0].tolist() and once[1].tolist() == twice[1].tolist()
     md = d._pf.metadata
     holding_keys = sum(md.row_group(g).column(0).statistics.has_min_max for g in range(md.num_row_groups))
     # Every group holding a key was read once; groups of NULL keys only, never.
     assert len(d._cache) == (0 if cache_bytes == 1 else holding_keys)
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_a_one_integer_key_lookup_finds_its_entries_in_any_key_order(tmp_path: Path, ordered: bool) -> None:
+    # `key = literal` on an integer key is searched without an arrow array of the key; a file
+    # whose keys are out of order (written by another tool) is hashed with one made then.
+    entries = pa.table(
+        {
+            "key": pa.array([5, 1, 5, 3, 5], pa.int64()),
+            "file_idx": pa.array([0, 1, 2, 2, 3], pa.int64()),
+            "rows": pa.array([2, 1, 4, 1, 7], pa.int64()),
+        }
+    )
+    meta = DictionaryMeta("value", "a", np.arange(4), np.ones(4, dtype=np.int64))
+    rel = write_dictionary(tmp_path, entries, meta)
+    if not ordered:
+        footer = pq.ParquetFile(tmp_path / rel).metadata.metadata
+        written = pq.read_table(tmp_path / rel)
+        pq.write_table(written.take([4, 0, 1, 3, 2]).replace_schema_metadata(footer), tmp_path / rel)
+    d = Dictionary(tmp_path, rel)
+    assert (d._read([0])[0].keys is None) != ordered
+    bound = (col("a") == 5).bind(pa.schema([("a", pa.int64())]))
+    assert d._one_integer(bound) is not None
+    found = d.lookup(bound, np.array([3, 0, 1, 2]), np.ones(4, dtype=bool))
+    assert found.rows.tolist() == [7.0, 2.0, 0.0, 4.0]
 
 
 def test_only_ascending_numbers_are_binary_searched() -> None:

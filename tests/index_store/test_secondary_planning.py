@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from hudi_expr import col
 from hudi_expr.inclusive import prepare
@@ -107,3 +109,29 @@ def test_dictionary_coverage_is_worked_out_once_per_version_for_every_live_file(
     assert t.count(col("k") == 3) == 13
     fresh = t._load()
     assert fresh is not loaded and len(fresh.secondary.covered[("value", "k")][1]) == 5
+
+
+def test_explain_says_how_read_count_and_exists_are_answered(tmp_path: Path) -> None:
+    root = _table(tmp_path / "t")
+    t = open_table(root)
+    con = duckdb.connect()
+    for key in (3, 49, 77):
+        expr = col("k") == key
+        text = f"SELECT count(*) FROM read_parquet('{root}/*.parquet') WHERE k = {key}"
+        truth = con.execute(text).fetchone()
+        assert truth is not None
+        counted = t.explain(expr, "count")
+        # The count that explain shows is the one count() returns, from the dictionary alone.
+        assert "answered by the secondary index's dictionary" in counted
+        assert f": {truth[0]:,} matching rows in " in counted and t.count(expr) == truth[0]
+        assert t.explain(expr, "exists").startswith("exists answered by the secondary index's dictionary")
+    # A read is the cost model's choice, with the rows it decodes; a column with no index says so.
+    read = t.explain(col("k") == 3, "read", columns=["v"])
+    assert (
+        "rows a read decodes" in read
+        and read == t.select(col("k") == 3, t.secondary.rules_for("rows", col("k") == 3, ["v"])).explain()
+    )
+    unindexed = t.explain(col("v") == 3, "count")
+    assert "dictionary" not in unindexed and "secondary index not used" in unindexed
+    with pytest.raises(ValueError, match="what must be"):
+        t.explain(col("k") == 3, "rows")  # type: ignore[arg-type]
