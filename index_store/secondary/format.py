@@ -183,6 +183,8 @@ def _ranked_codes(keys: pa.Array) -> tuple[np.ndarray, pa.Array]:
         again = pc.dictionary_encode(keys.dictionary)
         values = again.dictionary
         index = again.indices.take(keys.indices)
+    elif _mostly_distinct(keys):
+        return _ranked_by_sort(keys)
     else:
         encoded = pc.dictionary_encode(keys)
         values, index = encoded.dictionary, encoded.indices
@@ -192,6 +194,38 @@ def _ranked_codes(keys: pa.Array) -> tuple[np.ndarray, pa.Array]:
     rank[len(order)] = len(order)  # null
     codes = rank[np.asarray(index.fill_null(len(order)).to_numpy(zero_copy_only=False), dtype=np.int64)]
     return codes, values.take(pa.array(order))
+
+
+_SAMPLE = 4_096  # keys looked at to tell nearly unique keys from repeated ones
+
+
+def _mostly_distinct(keys: pa.Array) -> bool:
+    """Are the keys nearly all distinct (judged on a sample of the first ones)? Then sorting them
+    all costs less than hashing them into a dictionary first and sorting that (the dictionary is
+    about as long as the keys)."""
+    if len(keys) < 2 * _SAMPLE or pa.types.is_dictionary(keys.type):
+        return False
+    sample = keys.slice(0, _SAMPLE)
+    return len(pc.unique(sample)) * 2 > len(sample)
+
+
+def _ranked_by_sort(keys: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """``_ranked_codes`` by one sort of every key: a key's rank counts the distinct keys before it
+    in the sorted order (equal neighbours share it); nulls sort last and rank after every key."""
+    order = pc.array_sort_indices(keys, null_placement="at_end")
+    valid = len(keys) - keys.null_count
+    ordered = keys.take(order).slice(0, valid)
+    new_key = np.ones(valid, dtype=bool)
+    if valid > 1:
+        differs = pc.not_equal(ordered.slice(1), ordered.slice(0, valid - 1))
+        new_key[1:] = differs.to_numpy(zero_copy_only=False)
+    ranks = np.cumsum(new_key, dtype=np.int64) - 1
+    distinct = ordered.filter(pa.array(new_key))
+    codes = np.empty(len(keys), dtype=np.int64)
+    positions = order.to_numpy()
+    codes[positions[:valid]] = ranks
+    codes[positions[valid:]] = len(distinct)  # null
+    return codes, distinct
 
 
 def index_file_bytes(

@@ -207,6 +207,34 @@ def test_integer_keys_entries_match_a_plain_reference(data_type: pa.DataType, lo
         assert block["count"].to_pylist() == [len(r) for _, r in got]
 
 
+@pytest.mark.parametrize("key_type", [pa.string(), pa.large_string(), pa.binary()])
+def test_nearly_unique_keys_ranked_by_sorting_match_a_plain_reference(key_type: pa.DataType) -> None:
+    # Enough keys, nearly all distinct, for the ranks to come from sorting every key rather than
+    # from a dictionary; with repeats, nulls, an empty key, non-ASCII and a key prefixing another.
+    rng = np.random.default_rng(11)
+    row_counts = [9_000, 12_000]
+    pool = [f"k{int(x)}" for x in rng.integers(0, 10**9, 20_000)] + ["", "k", "k1", "é", "\x00"]
+    per_file = [
+        [None if rng.random() < 0.05 else pool[int(rng.integers(0, len(pool)))] for _ in range(n)]
+        for n in row_counts
+    ]
+    per_file[1][:3] = ["k1", "k1", "k"]
+    files = np.concatenate([np.full(n, f) for f, n in enumerate(row_counts)]).astype(np.int64)
+    rows = np.concatenate([np.arange(n) for n in row_counts]).astype(np.int64)
+    flat = [k for v in per_file for k in v]
+    keys = pa.array(flat, pa.string()).cast(key_type)
+    batch = entries_by_file(keys, files, rows, row_counts)
+    for f, values in enumerate(per_file):
+        got = [(r["key"], r["rows"]) for r in batch[f].to_pylist()]
+        ref = _reference_entries(values, list(range(len(values))))  # type: ignore[arg-type]
+        if key_type == pa.binary():
+            ref = [(None if k is None else str(k).encode(), r) for k, r in ref]
+        assert got == ref, f
+        # A file alone (the sort path too) and a few of its keys (a dictionary) give the same entries.
+        alone = entries_of(keys.filter(pa.array(files == f)), rows[files == f], row_counts[f])
+        assert alone.equals(batch[f].combine_chunks())
+
+
 def test_a_key_in_several_small_files_counts_in_each(tmp_path: Path) -> None:
     root = tmp_path / "t"
     root.mkdir()
