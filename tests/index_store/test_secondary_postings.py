@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from hudi_expr import BloomFilter, Expression, col
 from index_store import IndexCorruptError, open_table
-from index_store.secondary.build import FileTask, index_file_bytes_for, index_files_bytes_for
+from index_store.secondary.build import FileTask, _index_files, index_file_bytes_for, index_files_bytes_for
 from index_store.secondary.format import (
     BLOOM_FPP,
     FORMAT,
@@ -287,6 +287,32 @@ def test_batch_build_writes_the_same_bytes_as_one_file_at_a_time(tmp_path: Path)
         bloom = BloomFilter.for_entries(max(len(keys), 1), BLOOM_FPP)
         bloom.add_all(keys)
         assert counts[column]["bloom"] == bloom.to_bytes()
+
+
+def test_batch_dictionary_rows_are_the_files_entries_in_key_then_file_order(tmp_path: Path) -> None:
+    # The rows a batch gives the table-level dictionary: each file's (key, rows) entries, ordered
+    # by key (nulls last), then file, as the dictionary stores them.
+    root = tmp_path / "t"
+    _table(root)
+    for kind, column in (("value", "a"), ("value", "s"), ("term", "s")):
+        tasks = []
+        for i, path in enumerate(sorted(root.glob("*.parquet"))):
+            pf = pq.ParquetFile(path)
+            t = pf.schema_arrow.field(column).type
+            tasks.append(
+                FileTask(kind, path.name, 1, None, pf.metadata.num_rows, 10 + i, None, (column,), (t,))
+            )
+        results, dictionary = _index_files(str(root), tasks)
+        got = dictionary[(kind, column)].to_pylist()
+        expected = []
+        for task, (content, _) in zip(tasks, results, strict=True):
+            entries = pq.read_table(io.BytesIO(content), columns=[column, "count"]).to_pylist()
+            expected += [{"key": e[column], "file_idx": task.file_idx, "rows": e["count"]} for e in entries]
+        # Nulls last: a null key sorts by (True, 0, file), any other by (False, key, file).
+        in_dictionary_order = sorted(
+            expected, key=lambda r: (r["key"] is None, 0 if r["key"] is None else r["key"], r["file_idx"])
+        )
+        assert got == in_dictionary_order
 
 
 def test_batch_build_bytes_with_bitmaps_row_groups_two_columns_and_a_missing_one(tmp_path: Path) -> None:
