@@ -68,9 +68,11 @@ def _as_text(values: pa.Array) -> pa.Array:
     return values
 
 
-# Per byte: is it an ASCII letter or digit (the whole of ``\p{L}\p{N}`` within ASCII).
+# Per byte: is it an ASCII letter or digit (the whole of ``\p{L}\p{N}`` within ASCII), as a
+# ``bytes.translate`` table to 0/1 (twice as fast as numpy's gather through a lookup array).
 _ASCII_TERM = np.zeros(256, dtype=bool)
 _ASCII_TERM[[*range(48, 58), *range(65, 91), *range(97, 123)]] = True
+_ASCII_TERM_TABLE = _ASCII_TERM.astype(np.uint8).tobytes()
 
 
 def _occurrences(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
@@ -95,8 +97,9 @@ def _ascii_occurrences(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
     lo, hi = int(offsets[0]), int(offsets[-1])
     if data_buf is None or hi <= lo:
         return pa.array([], pa.string()), np.zeros(0, dtype=np.int64)
-    data = np.frombuffer(data_buf, dtype=np.uint8)[lo:hi]
-    term = _ASCII_TERM[data]
+    raw = data_buf.slice(lo, hi - lo).to_pybytes()
+    data = np.frombuffer(raw, dtype=np.uint8)
+    term = np.frombuffer(raw.translate(_ASCII_TERM_TABLE), dtype=bool)
     # A term starts at a term byte after a non-term byte or at a value's first byte, and ends
     # before a non-term byte or a value's end.
     boundary = np.zeros(len(data) + 1, dtype=bool)
@@ -105,7 +108,10 @@ def _ascii_occurrences(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
     starts = np.flatnonzero(term & ~prev)
     nxt = np.concatenate([term[1:], [False]]) & ~boundary[1:]
     ends = np.flatnonzero(term & ~nxt) + 1
-    rows = np.searchsorted(offsets - lo, starts, side="right").astype(np.int64) - 1
+    # A value's terms are the starts from its offset on: count them per value (a search per value,
+    # not per term) and repeat the value's row that many times.
+    per_value = np.diff(np.searchsorted(starts, offsets - lo))
+    rows = np.repeat(np.arange(len(values), dtype=np.int64), per_value)
     # Every term byte in order (the terms concatenated), lower-cased: setting bit 5 maps A-Z to
     # a-z and leaves a-z and 0-9 as they are.
     lowered = data[term] | np.uint8(32)

@@ -315,7 +315,9 @@ def _column(table: pa.Table, name: str) -> pa.Array:
     path = column_path(table.schema, name)
     if path is None:
         raise KeyError(f"no column {name!r} in {table.schema.names}")
-    arr: Any = table[path[0]].combine_chunks()
+    top = table[path[0]]
+    # One chunk (a file of one row group): no copy (combine_chunks copies even one chunk).
+    arr: Any = top.chunk(0) if top.num_chunks == 1 else top.combine_chunks()
     for p in path[1:]:
         # A NULL struct makes its field NULL: flatten would not say so, so carry the validity.
         arr = pc.struct_field(arr, p)

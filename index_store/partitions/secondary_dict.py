@@ -134,7 +134,10 @@ def _sort_order(entries: pa.Table) -> pa.Array | np.ndarray:
     key = entries["key"]
     if key.null_count == 0 and pa.types.is_integer(key.type) and len(entries):
         return np.lexsort((entries["file_idx"].to_numpy(), key.to_numpy()))
-    return pc.sort_indices(entries, sort_keys=[("key", "ascending", "at_end"), ("file_idx", "ascending")])
+    # On one chunk: a build's chunk per file measured 15-45% slower to sort (near-unique strings, terms).
+    return pc.sort_indices(
+        entries.combine_chunks(), sort_keys=[("key", "ascending", "at_end"), ("file_idx", "ascending")]
+    )
 
 
 def read_dictionary_meta(pf: pq.ParquetFile, path: Path) -> DictionaryMeta:

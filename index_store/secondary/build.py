@@ -121,7 +121,7 @@ def _index_files(
         keys, rows = kind.pairs(_concat(columns, data_type))
         rows = np.asarray(rows, dtype=np.int64)
         files = np.searchsorted(starts, rows, side="right") - 1
-        batch, bounds = entries_batch(
+        batch, bounds, by_key = entries_batch(
             _key_typed(keys, key_type), files, rows - starts[files], [tasks[i].row_count for i in members]
         )
         entries = [batch.slice(a, b - a) for a, b in itertools.pairwise(bounds)]
@@ -129,14 +129,15 @@ def _index_files(
         for i, block, bloom in zip(members, entries, bloom_filters(batch["key"], bounds), strict=True):
             blocks[i][column] = block
             blooms[i][column] = bloom
-        # (Chunks, not ChunkedArrays, to pa.chunked_array: those it converts value by value.)
+        # The dictionary's rows of the batch, in key order (``entries_batch``).
+        file_idx = np.asarray([tasks[i].file_idx for i in members], dtype=np.int64)
+        entry_file = np.repeat(file_idx, np.diff(bounds))
+        order = pa.array(by_key)
         part = pa.table(
             {
-                "key": pa.chunked_array([c for b in entries for c in b["key"].chunks], key_type),
-                "file_idx": np.repeat([tasks[i].file_idx for i in members], [len(b) for b in entries]),
-                "rows": pa.chunked_array([c for b in entries for c in b["count"].chunks], pa.uint32()).cast(
-                    pa.int64()
-                ),
+                "key": batch["key"].take(order).cast(key_type),
+                "file_idx": entry_file[by_key],
+                "rows": batch["count"].take(order).cast(pa.int64()),
             }
         )
         dictionary[(kind_name, column)] = (

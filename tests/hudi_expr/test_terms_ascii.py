@@ -9,6 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hudi_expr import terms
 from hudi_expr.terms import term_occurrences, tokenize
@@ -46,3 +48,30 @@ def test_ascii_and_unicode_chunks_give_each_pair_once() -> None:
     assert isinstance(occurrences, pa.DictionaryArray)
     assert occurrences.to_pylist() == ["ab", "ab", "ab", "x", "y", "x", "ünï", "ünï", "ok", "ok", "ok"]
     assert np.array_equal(rows, [0, 0, 0, 2, 2, 2, 3, 3, 3, 5, 5])
+
+
+_ADVERSARIAL = st.one_of(
+    st.none(),
+    st.text(alphabet=st.sampled_from("aZ09 .-_\t\n\x00\x7f'"), max_size=12),  # ASCII: the byte path
+    st.text(max_size=8),  # any Unicode (a chunk with any of it takes the regex path)
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_ADVERSARIAL, max_size=12), min_size=1, max_size=3), st.booleans())
+def test_occurrences_and_pairs_are_the_regex_split_of_each_value(
+    chunks: list[list[str | None]], sliced: bool
+) -> None:
+    # The reference: the definition (lower-case, split on runs of non-term characters) value by value.
+    arrays = [pa.array(c, pa.string()) for c in chunks]
+    if sliced:
+        arrays = [a.slice(1) if len(a) > 1 else a for a in arrays]
+    expected: list[tuple[str, int]] = []
+    offset = 0
+    for a in arrays:
+        expected += [(term, row + offset) for term, row in _by_regex(a)]
+        offset += len(a)
+    occurrences, rows = term_occurrences(pa.chunked_array(arrays, pa.string()))
+    assert list(zip(occurrences.to_pylist(), rows.tolist(), strict=True)) == expected
+    got, pair_rows = tokenize(pa.chunked_array(arrays, pa.string()))
+    assert sorted(zip(got.to_pylist(), pair_rows.tolist(), strict=True)) == sorted(set(expected))

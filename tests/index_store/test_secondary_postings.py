@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from hudi_expr import BloomFilter, Expression, col
 from index_store import IndexCorruptError, open_table
-from index_store.secondary.build import FileTask, index_file_bytes_for, index_files_bytes_for
+from index_store.secondary.build import FileTask, _index_files, index_file_bytes_for, index_files_bytes_for
 from index_store.secondary.format import (
     BLOOM_FPP,
     FORMAT,
@@ -207,6 +207,34 @@ def test_integer_keys_entries_match_a_plain_reference(data_type: pa.DataType, lo
         assert block["count"].to_pylist() == [len(r) for _, r in got]
 
 
+@pytest.mark.parametrize("key_type", [pa.string(), pa.large_string(), pa.binary()])
+def test_nearly_unique_keys_ranked_by_sorting_match_a_plain_reference(key_type: pa.DataType) -> None:
+    # Enough keys, nearly all distinct, for the ranks to come from sorting every key rather than
+    # from a dictionary; with repeats, nulls, an empty key, non-ASCII and a key prefixing another.
+    rng = np.random.default_rng(11)
+    row_counts = [9_000, 12_000]
+    pool = [f"k{int(x)}" for x in rng.integers(0, 10**9, 20_000)] + ["", "k", "k1", "é", "\x00"]
+    per_file = [
+        [None if rng.random() < 0.05 else pool[int(rng.integers(0, len(pool)))] for _ in range(n)]
+        for n in row_counts
+    ]
+    per_file[1][:3] = ["k1", "k1", "k"]
+    files = np.concatenate([np.full(n, f) for f, n in enumerate(row_counts)]).astype(np.int64)
+    rows = np.concatenate([np.arange(n) for n in row_counts]).astype(np.int64)
+    flat = [k for v in per_file for k in v]
+    keys = pa.array(flat, pa.string()).cast(key_type)
+    batch = entries_by_file(keys, files, rows, row_counts)
+    for f, values in enumerate(per_file):
+        got = [(r["key"], r["rows"]) for r in batch[f].to_pylist()]
+        ref = _reference_entries(values, list(range(len(values))))  # type: ignore[arg-type]
+        if key_type == pa.binary():
+            ref = [(None if k is None else str(k).encode(), r) for k, r in ref]
+        assert got == ref, f
+        # A file alone (the sort path too) and a few of its keys (a dictionary) give the same entries.
+        alone = entries_of(keys.filter(pa.array(files == f)), rows[files == f], row_counts[f])
+        assert alone.equals(batch[f].combine_chunks())
+
+
 def test_a_key_in_several_small_files_counts_in_each(tmp_path: Path) -> None:
     root = tmp_path / "t"
     root.mkdir()
@@ -259,6 +287,32 @@ def test_batch_build_writes_the_same_bytes_as_one_file_at_a_time(tmp_path: Path)
         bloom = BloomFilter.for_entries(max(len(keys), 1), BLOOM_FPP)
         bloom.add_all(keys)
         assert counts[column]["bloom"] == bloom.to_bytes()
+
+
+def test_batch_dictionary_rows_are_the_files_entries_in_key_then_file_order(tmp_path: Path) -> None:
+    # The rows a batch gives the table-level dictionary: each file's (key, rows) entries, ordered
+    # by key (nulls last), then file, as the dictionary stores them.
+    root = tmp_path / "t"
+    _table(root)
+    for kind, column in (("value", "a"), ("value", "s"), ("term", "s")):
+        tasks = []
+        for i, path in enumerate(sorted(root.glob("*.parquet"))):
+            pf = pq.ParquetFile(path)
+            t = pf.schema_arrow.field(column).type
+            tasks.append(
+                FileTask(kind, path.name, 1, None, pf.metadata.num_rows, 10 + i, None, (column,), (t,))
+            )
+        results, dictionary = _index_files(str(root), tasks)
+        got = dictionary[(kind, column)].to_pylist()
+        expected = []
+        for task, (content, _) in zip(tasks, results, strict=True):
+            entries = pq.read_table(io.BytesIO(content), columns=[column, "count"]).to_pylist()
+            expected += [{"key": e[column], "file_idx": task.file_idx, "rows": e["count"]} for e in entries]
+        # Nulls last: a null key sorts by (True, 0, file), any other by (False, key, file).
+        in_dictionary_order = sorted(
+            expected, key=lambda r: (r["key"] is None, 0 if r["key"] is None else r["key"], r["file_idx"])
+        )
+        assert got == in_dictionary_order
 
 
 def test_batch_build_bytes_with_bitmaps_row_groups_two_columns_and_a_missing_one(tmp_path: Path) -> None:
