@@ -436,6 +436,7 @@ def recorded_reads() -> Iterator[Reads]:
 
 @dataclass(frozen=True)
 class Query:
+    key: str  # a short name, for ``--queries``
     name: str
     sql: str  # over the table ``lineitem``
     expr: Expression
@@ -450,31 +451,37 @@ def queries(meta: Meta) -> list[Query]:
     term_where = f"contains_term(l_comment, '{w}')"
     span = max(1, round(meta.rows / 30_000))  # TPC-H has 200,000 part keys per 6M rows: 0.1% of them
     return [
-        Query("point: l_partkey = X", f"SELECT * FROM lineitem WHERE l_partkey = {x}",
+        Query("point", "point: l_partkey = X", f"SELECT * FROM lineitem WHERE l_partkey = {x}",
               col("l_partkey") == x, "rows", None),
-        Query("l_partkey IN (10 values)", f"SELECT * FROM lineitem WHERE l_partkey IN ({in_list})",
+        Query("in", "l_partkey IN (10 values)", f"SELECT * FROM lineitem WHERE l_partkey IN ({in_list})",
               col("l_partkey").isin(xs), "rows", None),
-        Query("l_suppkey = X AND l_shipmode = 'AIR'",
+        Query("supp", "l_suppkey = X AND l_shipmode = 'AIR'",
               f"SELECT * FROM lineitem WHERE l_suppkey = {s} AND l_shipmode = 'AIR'",
               (col("l_suppkey") == s) & (col("l_shipmode") == "AIR"), "rows", None),
-        Query("count(*) WHERE l_partkey = X", f"SELECT count(*) FROM lineitem WHERE l_partkey = {x}",
+        Query("count", "count(*) WHERE l_partkey = X", f"SELECT count(*) FROM lineitem WHERE l_partkey = {x}",
               col("l_partkey") == x, "count", ("l_partkey",)),
-        Query(f"count(*) WHERE l_partkey BETWEEN X AND X + {span - 1} (0.1% of keys)",
+        Query("range", f"count(*) WHERE l_partkey BETWEEN X AND X + {span - 1} (0.1% of keys)",
               f"SELECT count(*) FROM lineitem WHERE l_partkey BETWEEN {x} AND {x + span - 1}",
               (col("l_partkey") >= x) & (col("l_partkey") <= x + span - 1), "count", ("l_partkey",)),
-        Query("EXISTS (l_partkey = X)", f"SELECT EXISTS (SELECT 1 FROM lineitem WHERE l_partkey = {x})",
+        Query("exists", "EXISTS (l_partkey = X)",
+              f"SELECT EXISTS (SELECT 1 FROM lineitem WHERE l_partkey = {x})",
               col("l_partkey") == x, "exists", ("l_partkey",)),
-        Query("count(*) WHERE l_partkey IN (10 values)",
+        Query("count-in", "count(*) WHERE l_partkey IN (10 values)",
               f"SELECT count(*) FROM lineitem WHERE l_partkey IN ({in_list})",
               col("l_partkey").isin(xs), "count", ("l_partkey",)),
-        Query(f"count(*) WHERE rare term: contains_term(l_comment, '{w}')",
+        Query("count-term", f"count(*) WHERE rare term: contains_term(l_comment, '{w}')",
               f"SELECT count(*) FROM lineitem WHERE {term_where}",
               col(TERM).contains_term(w), "count", (TERM,),
               (f"SELECT count(*) FROM lineitem WHERE contains(lower(l_comment), '{w}') AND {term_where}",)),
-        Query(f"rare term: contains_term(l_comment, '{w}')", f"SELECT * FROM lineitem WHERE {term_where}",
+        Query("term", f"rare term: contains_term(l_comment, '{w}')",
+              f"SELECT * FROM lineitem WHERE {term_where}",
               col(TERM).contains_term(w), "rows", None,
               (f"SELECT * FROM lineitem WHERE contains(lower(l_comment), '{w}') AND {term_where}",)),
     ]  # fmt: skip
+
+
+QUERY_KEYS = ("point", "in", "supp", "count", "range", "exists", "count-in", "count-term", "term")
+"""The keys of ``queries``, in order (``--queries``)."""
 
 
 def answer(rel: duckdb.DuckDBPyRelation, kind: str) -> Any:
@@ -518,6 +525,7 @@ class Row:
 class Settings:
     repeat: int
     budget: float
+    queries: tuple[str, ...] = ()  # the keys of the queries measured (empty: every one)
 
 
 def interleaved(
@@ -695,6 +703,8 @@ def measure_layout(layout: Layout, meta: Meta, opt: Settings) -> tuple[list[Row]
     notes: list[str] = []
     try:
         for q in queries(meta):
+            if opt.queries and q.key not in opt.queries:
+                continue
             r, n = measure_query(layout, q, cons, opt)
             rows += r
             notes += n
@@ -1047,6 +1057,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sparse-sample", type=int, default=20_000, help="sparse entries per column (--codecs)"
     )
     parser.add_argument("--layouts", default="small,large", help="which layouts: small, large or both")
+    parser.add_argument(
+        "--queries",
+        default="",
+        help=f"only these query shapes, comma-separated keys ({', '.join(QUERY_KEYS)}; default every one)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", type=Path, default=Path("bench_data/secondary_bench"))
     parser.add_argument(
@@ -1064,6 +1079,11 @@ def main(argv: Sequence[str] | None = None) -> int:
              if s.key in wanted]  # fmt: skip
     if not specs:
         parser.error("--layouts names neither small nor large")
+    unknown = {k.strip() for k in args.queries.split(",") if k.strip()} - set(QUERY_KEYS)
+    if unknown:
+        parser.error(
+            f"--queries: no query shape {', '.join(sorted(unknown))} (one of {', '.join(QUERY_KEYS)})"
+        )
     work = args.workdir.resolve()
     tables = work / f"sf{scale:g}-{small}-{large}-seed{args.seed}"
     try:
@@ -1075,7 +1095,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(args: argparse.Namespace, work: Path, tables: Path, scale: float, specs: Sequence[LayoutSpec]) -> int:
     repeat = args.repeat if args.repeat is not None else (3 if args.quick else 5)
-    opt = Settings(repeat=repeat, budget=args.budget)
+    opt = Settings(
+        repeat=repeat,
+        budget=args.budget,
+        queries=tuple(k.strip() for k in args.queries.split(",") if k.strip()),
+    )
     print(machine_line(duckdb, pa, np, memory=True))
     print(f"library: {library_version()}")
     t0 = time.perf_counter()

@@ -586,19 +586,23 @@ class SecondaryIndexes:
         )
         found = sourced_rows(query)
         # Files whose statistics prove every row matches: all rows, exactly (counted unread).
-        rows = [
-            FileRows(None, True) if w else r for r, w in zip(found.rows, cand.whole[candidates], strict=True)
-        ]
+        whole = cand.whole[candidates]
+        rows = list(found.rows)
+        for j in np.flatnonzero(whole):
+            rows[j] = FileRows(None, True)
         paths = self._abs_all(rel_paths)
         # Files on disk the index does not know: every row is a candidate.
         unknown = cand.unknown
+        values = cand.partition_values
         return RowSelection(
             files=paths + [os.path.join(self.root, u) for u in unknown],
             row_counts=row_counts.tolist() + [_rows_of(os.path.join(self.root, u)) for u in unknown],
             rows=rows + [FileRows(None, False)] * len(unknown),
             use=found.use,
             total_files=cand.total,
-            partition_values=[cand.partition_values.get(p, {}) for p in rel_paths + unknown],
+            partition_values=(
+                [values.get(p, {}) for p in rel_paths + unknown] if values else [{} for _ in paths + unknown]
+            ),
             corrupt=tuple(dict.fromkeys([*(_scanned(exc) for exc in corrupt), *found.notes])),
             uses=found.uses,
         )
@@ -898,7 +902,8 @@ class SecondaryIndexes:
         if not jobs:
             return out_schema.empty_table()
         table, _ = row_reader().read(jobs, needed, schema, bound)
-        return table.select(wanted).cast(out_schema)
+        table = table.select(wanted)
+        return table if table.schema.equals(out_schema) else table.cast(out_schema)
 
     def count(self, expr: Expression) -> int:
         """Rows where ``expr`` is TRUE: from the index alone for files whose selection is exact (and

@@ -165,7 +165,8 @@ def conform(table: pa.Table, schema: pa.Schema, partition_values: Mapping[str, A
         if f.name in partition_values:
             arrays.append(pa.repeat(pa.scalar(partition_values[f.name], f.type), n))
         elif f.name in table.column_names:
-            arrays.append(table[f.name].cast(f.type))
+            column = table[f.name]
+            arrays.append(column if column.type == f.type else column.cast(f.type))
         else:
             arrays.append(pa.nulls(n, f.type))
     return pa.Table.from_arrays(arrays, schema=schema)
