@@ -4,7 +4,9 @@ Linux's inotify reports every change made through a folder to the files in it: a
 truncation of a file (also in place, keeping its inode and its folder's modification time), a
 change of its times (``touch -r``, ``os.utime``), a file created, deleted or renamed in or out.
 A ``Watch`` is a set of watched folders; ``changed()`` is True once any such event arrived for one
-of them after it was added. When nothing happened, asking costs one ``read`` of an empty queue.
+of them after it was added. When nothing happened, asking costs one ``ioctl`` (``FIONREAD``: no
+event queued), cheaper than a ``read`` of the empty queue, which raises: 40-50 us against 85-200
+right after DuckDB ran a query, and a query asks twice (the index's folder and the table's).
 
 A ``Watch`` vouches only for changes it can see; anything it cannot see makes it *unusable*, and
 the table then checks every file by ``stat`` as before:
@@ -40,6 +42,14 @@ import struct
 import sys
 import threading
 from collections.abc import Callable
+
+try:
+    import fcntl
+    import termios
+
+    _FIONREAD: int | None = termios.FIONREAD
+except ImportError:  # pragma: no cover - not a POSIX system (no inotify either)
+    _FIONREAD = None
 
 __all__ = ["LOCAL_FILE_SYSTEMS", "Watch", "file_system_of", "new_watch"]
 
@@ -208,6 +218,8 @@ class _Watcher:
 
     def _drain(self) -> None:
         while True:
+            if not self._queued():
+                return
             try:
                 buf = os.read(self.fd, 65536)
             except BlockingIOError:
@@ -236,6 +248,16 @@ class _Watcher:
                 for watch in holders:
                     if not text or not watch.ignore(text):
                         watch.dirty = True
+
+    def _queued(self) -> bool:
+        """Whether events wait in the queue (True when the kernel cannot say: read and see)."""
+        if _FIONREAD is None:
+            return True
+        try:
+            waiting = fcntl.ioctl(self.fd, _FIONREAD, b"\0\0\0\0")
+        except OSError:
+            return True
+        return int.from_bytes(waiting, sys.byteorder, signed=True) != 0
 
     def _all_dirty(self) -> None:
         for holders in self.watches.values():
