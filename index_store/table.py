@@ -26,7 +26,13 @@ from hudi_expr.stats import leaf_columns
 from index_store import tables as _tables
 from index_store.builder import ComputeKeys, ComputeStats, compute_file_keys
 from index_store.config import IndexConfig
-from index_store.errors import IndexCorruptError, IndexSourceError, IndexStaleError, RecordKeyError
+from index_store.errors import (
+    IndexCorruptError,
+    IndexNotBuiltError,
+    IndexSourceError,
+    IndexStaleError,
+    RecordKeyError,
+)
 from index_store.hudi_source import rows as hudi_rows
 from index_store.hudi_source.prune import prune_listing, table_schema
 from index_store.hudi_source.secondary import usable_indexes
@@ -908,5 +914,9 @@ class IndexedTable:
             return found.explain()
         if needs_merge(self.reader) or self._hudi_only():
             how = "the kept file slices read (merged where they have log files), then filtered"
-            return f"{what}: {how}\n{self.prune(expr).explain()}"
+            try:  # as the read prunes (merged.kept.pruned_slices)
+                pruning = self.prune(expr, on_corrupt="keep_all").explain()
+            except IndexNotBuiltError:
+                pruning = "no index built: every file slice is kept"
+            return f"{what}: {how}\n{pruning}"
         return self.secondary.explain(expr, what, columns)

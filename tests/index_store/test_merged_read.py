@@ -158,6 +158,12 @@ def test_indexed_table_reads_merged_rows(written: dict[str, Path]) -> None:
     assert t.count(col("id") >= 300) == sum(i >= 300 for i in ids)
     assert t.exists(col("id") == 701) and not t.exists(col("id") == 0)  # 0: updated, then deleted
     assert t.count(col("id") == 0, query_type="read_optimized") == 1  # the base file still has it
+    # explain says the slices are merged and read (no secondary index selects rows here).
+    told = t.explain(col("id") >= 300, "count")
+    assert told.splitlines() == [
+        "count: the kept file slices read (merged where they have log files), then filtered",
+        "no index built: every file slice is kept",
+    ]
     only = t.read(col("id") < 10, columns=["id"])
     assert only.column_names == ["id"] and sorted(only.column("id").to_pylist()) == [
         i for i in sorted(ids) if i < 10

@@ -120,6 +120,11 @@ def test_a_table_of_log_files_only(tmp_path: Path, version: int, first: Literal[
     assert set(group_of_row) <= {(s[0], s[1]) for s in slices}
     assert_same_rows(t.read(AlwaysTrue()), snapshot)
     assert t.count(col("id") < 12) == len([i for i in snapshot["id"].to_pylist() if i < 12])
+    told = t.explain(col("id") < 12, "count").splitlines()  # the slices kept, as the read prunes
+    assert (
+        told[0].startswith("count: the kept file slices read")
+        and told[1:] == str(t.prune(col("id") < 12, on_corrupt="keep_all").explain()).splitlines()
+    )
 
     spec = t.reader.record_key_spec()
     assert spec is not None
