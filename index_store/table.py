@@ -52,7 +52,7 @@ from index_store.merged.read import QueryType, needs_merge, query_type_of
 from index_store.partitions import read_record_index
 from index_store.partitions.base import live_positions
 from index_store.record_key import RecordKeySpec
-from index_store.secondary.api import Asked, IndexStatus, RowSelection, SecondaryIndexes
+from index_store.secondary.api import Asked, IndexStatus, RowSelection, SecondaryIndexes, asked_of
 from index_store.secondary.build import ComputeIndexFiles
 from index_store.secondary.select import UseRules
 from index_store.slices import PrunedSlice, slices_of
@@ -909,6 +909,7 @@ class IndexedTable:
         """How ``read`` (of ``columns``), ``count`` or ``exists`` of ``expr`` would be answered, no
         row read: Hudi's secondary indexes, the kept slices merged, or ours
         (``SecondaryIndexes.explain``: the dictionary alone, or the cost model's choice)."""
+        what = asked_of(what)
         query_type_of(query_type)
         if (found := self._hudi_rows(expr, query_type)) is not None:
             return found.explain()

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import pyarrow as pa
@@ -85,6 +85,7 @@ __all__ = [
     "IndexStatus",
     "RowSelection",
     "SecondaryIndexes",
+    "asked_of",
 ]
 
 STAGING = ".staging"
@@ -118,6 +119,13 @@ class _Uncovered(enum.Enum):
 _UNCOVERED = _Uncovered.UNCOVERED
 
 Asked = Literal["read", "count", "exists"]  # the row-level call ``explain`` describes
+
+
+def asked_of(value: str) -> Asked:
+    """``value`` as an ``Asked``, or ``ValueError`` listing the calls ``explain`` describes."""
+    if value not in ("read", "count", "exists"):
+        raise ValueError(f"what must be 'read', 'count' or 'exists', got {value!r}")
+    return cast(Asked, value)
 
 
 @dataclass(frozen=True)
@@ -950,8 +958,7 @@ class SecondaryIndexes:
         """How ``read`` (with ``columns``), ``count`` or ``exists`` of ``expr`` would be answered,
         without reading any row: from the dictionary alone, or the selection the cost model
         chose (its estimates, costs and choice, and how many rows a read decodes)."""
-        if what not in ("read", "count", "exists"):
-            raise ValueError(f"what must be 'read', 'count' or 'exists', got {what!r}")
+        what = asked_of(what)
         if what != "read":
             found = self.dictionary_rows(expr)
             if found is not None:

@@ -164,6 +164,8 @@ def test_indexed_table_reads_merged_rows(written: dict[str, Path]) -> None:
         "count: the kept file slices read (merged where they have log files), then filtered",
         "no index built: every file slice is kept",
     ]
+    with pytest.raises(ValueError, match="what must be"):
+        t.explain(col("id") >= 300, "rows")  # type: ignore[arg-type]
     only = t.read(col("id") < 10, columns=["id"])
     assert only.column_names == ["id"] and sorted(only.column("id").to_pylist()) == [
         i for i in sorted(ids) if i < 10
